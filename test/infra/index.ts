@@ -1,0 +1,73 @@
+import { randomUUID } from 'node:crypto';
+import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import { Redis } from 'ioredis';
+import { Kafka, logLevel, type Admin, type ITopicConfig } from 'kafkajs';
+import { inject, onTestFinished } from 'vitest';
+import type { Endpoints } from './endpoints.js';
+
+export type { Endpoints } from './endpoints.js';
+
+process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';
+
+/** The endpoints the global setup acquired for this run. */
+export function endpoints(): Endpoints {
+  return inject('endpoints');
+}
+
+/** A name no other test (or earlier run) uses: isolate by naming, so tests run in parallel and re-run. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomUUID().slice(0, 8)}`;
+}
+
+export function kafkaClient(clientId = uniqueName('test')): Kafka {
+  return new Kafka({
+    clientId,
+    brokers: endpoints().kafkaBrokers,
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 8, initialRetryTime: 100 },
+  });
+}
+
+/** An admin client disconnected when the test finishes. */
+export async function kafkaAdmin(kafka = kafkaClient()): Promise<Admin> {
+  const admin = kafka.admin();
+  await admin.connect();
+  onTestFinished(() => admin.disconnect());
+  return admin;
+}
+
+/**
+ * Creates a uniquely named topic, waits until every partition has a leader, and deletes it when
+ * the test finishes.
+ */
+export async function createTopic(
+  prefix: string,
+  options: Omit<ITopicConfig, 'topic'> = {},
+): Promise<string> {
+  const topic = uniqueName(prefix);
+  const admin = await kafkaAdmin();
+  await admin.createTopics({
+    waitForLeaders: true,
+    topics: [{ topic, numPartitions: 1, replicationFactor: 1, ...options }],
+  });
+  onTestFinished(async () => {
+    await admin.deleteTopics({ topics: [topic], timeout: 10_000 }).catch(() => undefined);
+  });
+  return topic;
+}
+
+/** A Redis connection plus a key prefix of the test's own; its keys are removed when the test finishes. */
+export function redisClient(): { redis: Redis; prefix: string } {
+  const redis = new Redis(endpoints().redisUrl, { lazyConnect: false, maxRetriesPerRequest: 3 });
+  const prefix = `${uniqueName('t')}:`;
+  onTestFinished(async () => {
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+  });
+  return { redis, prefix };
+}
+
+export function schemaRegistry(): SchemaRegistry {
+  return new SchemaRegistry({ host: endpoints().schemaRegistryUrl });
+}
