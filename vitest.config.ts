@@ -11,6 +11,8 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
+          // Projects with different maxWorkers need distinct group orders; unit tests run first.
+          sequence: { groupOrder: 0 },
           include: sources.map((s) => `${s}/*.test.ts`),
           exclude: ['**/*.int.test.ts', '**/node_modules/**', 'test/e2e/**'],
         },
@@ -18,6 +20,7 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
+          sequence: { groupOrder: 1 },
           include: [...sources.map((s) => `${s}/*.int.test.ts`), 'test/e2e/**/*.test.ts'],
           exclude: ['**/node_modules/**'],
           globalSetup: ['test/infra/global-setup.ts'],
