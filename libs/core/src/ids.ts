@@ -1,0 +1,53 @@
+import { canonicalJson } from './canonical.js';
+import type { Policy } from './model.js';
+import { sha256Hex } from './sha256.js';
+
+// Content-derived ids: SHA-256 (hex) over the canonical JSON of what identifies the thing, with a `kind`
+// that keeps the id spaces apart. Replaying the same L0 under the same policy gives the same ids, so a
+// duplicate is recognisable and harmless downstream.
+
+export interface CompactionIdentity {
+  readonly tenantId: string;
+  readonly sessionId: string;
+  readonly tier: number;
+  readonly generation: number;
+  readonly fromSeq: number;
+  readonly toSeq: number;
+  readonly policyId: string;
+  /** 0 for the first compaction of a span; a repair must not collide with the node it repairs. */
+  readonly attempt: number;
+}
+
+/**
+ * The compaction id. L0 offsets are left out on purpose: they are positions in one broker's topic,
+ * while seqs are the session's own, so ids survive a topic being re-created.
+ */
+export function compactionIdOf(identity: CompactionIdentity): string {
+  const { tenantId, sessionId, tier, generation, fromSeq, toSeq, policyId, attempt } = identity;
+  return sha256Hex(
+    canonicalJson({
+      kind: 'tidemark.compaction',
+      tenantId,
+      sessionId,
+      tier,
+      generation,
+      fromSeq,
+      toSeq,
+      policyId,
+      attempt,
+    }),
+  );
+}
+
+export function markerIdOf(compactionId: string): string {
+  return sha256Hex(canonicalJson({ kind: 'tidemark.marker', compactionId }));
+}
+
+export function policyIdOf(policy: Policy): string {
+  return sha256Hex(canonicalJson({ kind: 'tidemark.policy', policy }));
+}
+
+/** The hash of a resume context's canonical encoding. */
+export function contextHashOf(canonical: string): string {
+  return sha256Hex(canonical);
+}

@@ -1,0 +1,76 @@
+// @tidemark/core: the pure, deterministic heart of Tidemark. No I/O: no Kafka, Redis, network or disk.
+
+export type * from './model.js';
+export {
+  ArtifactActionSymbols,
+  DeadLetterReasonSymbols,
+  DispositionSymbols,
+  InvalidationCauseSymbols,
+  ItemKindSymbols,
+  ItemOutcomeSymbols,
+  TurnRoleSymbols,
+  ViolationConditionSymbols,
+} from './wire.generated.js';
+
+export { TidemarkCoreError, type CoreErrorCode } from './errors.js';
+export { canonicalJson, compareText } from './canonical.js';
+export { sha256, sha256Hex } from './sha256.js';
+export { compactionIdOf, contextHashOf, markerIdOf, policyIdOf, type CompactionIdentity } from './ids.js';
+export { estimateTokens, fitToBudget } from './tokens.js';
+
+export {
+  foldTurns,
+  SessionFold,
+  validateTurn,
+  type ApplyResult,
+  type ChangeRejection,
+  type ChangeRejectionReason,
+  type TurnRefusalReason,
+  type TurnValidation,
+} from './fold.js';
+export { boundaryQuery, check, conditionOrder, type CheckCandidate, type CheckOptions } from './check.js';
+
+export {
+  carryForward,
+  claimsFromState,
+  emptyClaims,
+  mergeClaims,
+  normalizeClaims,
+  summaryOf,
+  summaryQuery,
+} from './summarize/claims.js';
+export { strictSummarizer, summarizeStrict } from './summarize/strict.js';
+export { narrativeSummarizer, summarizeNarrative } from './summarize/narrative.js';
+export {
+  chatRequestFor,
+  createModelSummarizer,
+  fetchTransport,
+  parseChatResponse,
+  parseClaims,
+  type ChatCompletionRequest,
+  type ChatCompletionResponse,
+  type ChatTransport,
+  type FetchLike,
+  type ModelSummarizerConfig,
+} from './summarize/model.js';
+export { stateBlock } from './summarize/render.js';
+
+export { defaultPolicy, definePolicy, planNext } from './plan.js';
+export {
+  buildCompaction,
+  decideMarker,
+  markerEmitted,
+  markerInvalid,
+  type CompactionInput,
+} from './compaction.js';
+export {
+  advanceFrame,
+  invalidationsForFrame,
+  latestDecisions,
+  rawCheckpoint,
+  trustedMarkers,
+} from './frame.js';
+export { buildResumeContext, decideResume, type ResumeDecisionInput } from './resume.js';
+
+export { generateSession, seededRandom, type SessionGeneratorOptions } from './generate.js';
+export { runReference, type ReferenceOptions, type ReferenceRun } from './reference.js';

@@ -1,0 +1,138 @@
+import { TidemarkCoreError } from './errors.js';
+import type { CompactionStep, PlannedNode, Policy, SessionProgress } from './model.js';
+
+// Compaction planning: given a policy and a session's progress, what to compact next. One step at a
+// time; the compactor applies it and asks again until the answer is idle. Digests come first, lowest
+// tier first, so a tree is completed bottom-up before the next L1 is cut. A tighter digest budget makes
+// digests of fewer nodes, hence more nodes per tier, hence deeper trees (L3 and beyond).
+
+export const defaultPolicy: Policy = {
+  l1EveryTurns: 40,
+  l1TokenBudget: null,
+  digestFanIn: 4,
+  digestTokenBudget: null,
+  maxDepth: 6,
+  narrativeTokenBudget: 400,
+  summarizer: 'strict',
+};
+
+/** The default policy with the given values, checked. */
+export function definePolicy(values: Partial<Policy> = {}): Policy {
+  const policy: Policy = { ...defaultPolicy, ...values };
+  const positive = (name: keyof Policy, value: number | null, min: number, nullable: boolean): void => {
+    if (value === null && nullable) return;
+    if (value === null || !Number.isSafeInteger(value) || value < min) {
+      throw new TidemarkCoreError(
+        'invalid_policy',
+        `policy.${name} must be an integer of at least ${min}${nullable ? ' or null' : ''}`,
+      );
+    }
+  };
+  positive('l1EveryTurns', policy.l1EveryTurns, 1, false);
+  positive('l1TokenBudget', policy.l1TokenBudget, 1, true);
+  positive('digestFanIn', policy.digestFanIn, 2, false);
+  positive('digestTokenBudget', policy.digestTokenBudget, 1, true);
+  positive('maxDepth', policy.maxDepth, 1, false);
+  positive('narrativeTokenBudget', policy.narrativeTokenBudget, 1, false);
+  if (policy.summarizer.length === 0) {
+    throw new TidemarkCoreError('invalid_policy', 'policy.summarizer must be named');
+  }
+  // Only the known keys: an unknown one would change the policyId without changing behaviour.
+  const {
+    l1EveryTurns,
+    l1TokenBudget,
+    digestFanIn,
+    digestTokenBudget,
+    maxDepth,
+    narrativeTokenBudget,
+    summarizer,
+  } = policy;
+  return {
+    l1EveryTurns,
+    l1TokenBudget,
+    digestFanIn,
+    digestTokenBudget,
+    maxDepth,
+    narrativeTokenBudget,
+    summarizer,
+  };
+}
+
+export function planNext(policy: Policy, progress: SessionProgress): CompactionStep {
+  const nodes = current(progress.nodes);
+  for (let tier = 1; tier < policy.maxDepth; tier++) {
+    const pending = undigested(nodes, tier);
+    if (pending.length < 2) continue;
+    const take = digestSize(policy, pending);
+    if (take > 0) {
+      const children = pending.slice(0, take);
+      return {
+        kind: 'digest',
+        tier: tier + 1,
+        fromSeq: children[0]!.span.fromSeq,
+        toSeq: children.at(-1)!.span.toSeq,
+        children: children.map((node) => node.compactionId),
+      };
+    }
+  }
+
+  // Every tier ends where its newest node ends, so any node's boundary will do; digested nodes may be left out.
+  const boundary = nodes.reduce((seq, node) => Math.max(seq, node.span.toSeq), 0);
+  const available = progress.lastSeq - boundary;
+  if (available >= policy.l1EveryTurns) {
+    return { kind: 'summary', tier: 1, fromSeq: boundary + 1, toSeq: boundary + policy.l1EveryTurns };
+  }
+  if (policy.l1TokenBudget !== null) {
+    let tokens = 0;
+    const turns = progress.turns
+      .filter((turn) => turn.seq > boundary && turn.seq <= progress.lastSeq)
+      .sort((a, b) => a.seq - b.seq);
+    for (const [index, turn] of turns.entries()) {
+      // Only a contiguous run from the boundary can be cut.
+      if (turn.seq !== boundary + 1 + index) break;
+      tokens += turn.tokenCount;
+      if (tokens >= policy.l1TokenBudget) {
+        return { kind: 'summary', tier: 1, fromSeq: boundary + 1, toSeq: turn.seq };
+      }
+    }
+  }
+  return { kind: 'idle' };
+}
+
+/** How many of the pending nodes of a tier to digest now (0: not yet). */
+function digestSize(policy: Policy, pending: readonly PlannedNode[]): number {
+  if (pending.length >= policy.digestFanIn) return policy.digestFanIn;
+  if (policy.digestTokenBudget === null) return 0;
+  let tokens = 0;
+  for (const [index, node] of pending.entries()) {
+    tokens += node.tokenCount;
+    // The shortest run of at least two nodes that exceeds the budget.
+    if (index >= 1 && tokens > policy.digestTokenBudget) return index + 1;
+  }
+  return 0;
+}
+
+/** One node per tier and span: a repair replaces the node it repairs (the later attempt wins). */
+function current(nodes: readonly PlannedNode[]): PlannedNode[] {
+  const bySpan = new Map<string, PlannedNode>();
+  for (const node of nodes) {
+    const key = `${node.tier}:${node.span.fromSeq}:${node.span.toSeq}`;
+    const held = bySpan.get(key);
+    if (held === undefined || node.attempt > held.attempt) bySpan.set(key, node);
+  }
+  return [...bySpan.values()];
+}
+
+/** The nodes of a tier no node one tier up covers yet, in seq order. */
+function undigested(nodes: readonly PlannedNode[], tier: number): PlannedNode[] {
+  const above = nodes.filter((node) => node.tier === tier + 1);
+  return nodes
+    .filter((node) => node.tier === tier)
+    .filter(
+      (node) =>
+        !above.some(
+          (parent) => parent.span.fromSeq <= node.span.fromSeq && node.span.toSeq <= parent.span.toSeq,
+        ),
+    )
+    .sort((a, b) => a.span.fromSeq - b.span.fromSeq);
+}

@@ -1,0 +1,147 @@
+import { boundaryQuery, type CheckOptions } from './check.js';
+import { buildCompaction, decideMarker } from './compaction.js';
+import { invalidInput } from './errors.js';
+import { type ApplyResult, SessionFold } from './fold.js';
+import { advanceFrame, invalidationsForFrame, rawCheckpoint } from './frame.js';
+import type { Compaction, Frame, MarkerDecision, Policy, Summary, SummaryInput, TurnEvent } from './model.js';
+import { planNext } from './plan.js';
+import { summaryQuery } from './summarize/claims.js';
+import { summarizeNarrative } from './summarize/narrative.js';
+import { summarizeStrict } from './summarize/strict.js';
+
+// The whole pipeline in one pure, synchronous function: fold, plan, summarize, validate, invalidate on
+// depth change, repair in strict mode. It is the reference the services are tested against (the same
+// turns and policy must yield the same compactions and decisions, byte for byte), and what benchmarks
+// and demos compare a run with. Only the deterministic summarizers run here.
+
+export interface ReferenceOptions {
+  readonly policy: Policy;
+  readonly generation?: number;
+  readonly compactorVersion?: string;
+  readonly l0Partition?: number;
+  /** The turns.l0 offset of a seq (default seq - 1: one session alone in its partition). */
+  readonly offsetOf?: (seq: number) => number;
+  /** How many strict repairs a span gets after a MarkerInvalid (default 1). */
+  readonly maxRepairs?: number;
+  readonly check?: CheckOptions;
+}
+
+export interface ReferenceRun {
+  readonly fold: SessionFold;
+  readonly results: readonly ApplyResult[];
+  /** Every compaction, in the order produced (repairs right after the node they repair). */
+  readonly compactions: readonly Compaction[];
+  /** Every marker decision, in the order published. */
+  readonly decisions: readonly MarkerDecision[];
+  readonly frame: Frame | null;
+}
+
+const summarizers: Readonly<Record<string, (input: SummaryInput) => Summary>> = {
+  strict: summarizeStrict,
+  narrative: summarizeNarrative,
+};
+
+export function runReference(turns: readonly TurnEvent[], options: ReferenceOptions): ReferenceRun {
+  const first = turns[0];
+  if (first === undefined) throw invalidInput('a reference run needs turns');
+  const { policy } = options;
+  const summarize = summarizers[policy.summarizer];
+  if (summarize === undefined) {
+    throw invalidInput(`the reference runs strict or narrative, not ${policy.summarizer}`);
+  }
+  const generation = options.generation ?? 1;
+  const compactorVersion = options.compactorVersion ?? 'reference';
+  const l0Partition = options.l0Partition ?? 0;
+  const offsetOf = options.offsetOf ?? ((seq: number) => seq - 1);
+  const maxRepairs = options.maxRepairs ?? 1;
+
+  const { tenantId, sessionId } = first;
+  const fold = new SessionFold(tenantId, sessionId);
+  const results: ApplyResult[] = [];
+  const bySeq = new Map<number, TurnEvent>();
+  const compactions: Compaction[] = [];
+  const byId = new Map<string, Compaction>();
+  const decisions: MarkerDecision[] = [];
+  let frame: Frame | null = null;
+
+  const compact = (
+    span: { fromSeq: number; toSeq: number },
+    tier: number,
+    children: readonly string[],
+    run: (input: SummaryInput) => Summary,
+    summarizer: string,
+    repairOf: Compaction | null,
+  ): Compaction => {
+    const checkpoint = rawCheckpoint(frame, decisions, l0Partition);
+    const priorFrame = checkpoint.compactionId === null ? null : (byId.get(checkpoint.compactionId) ?? null);
+    const state = fold.stateAt(summaryQuery({ tenantId, sessionId, ...span, priorFrame }));
+    const input: SummaryInput = {
+      span:
+        tier === 1
+          ? { kind: 'turns', turns: range(span.fromSeq, span.toSeq).map((seq) => bySeq.get(seq)!) }
+          : { kind: 'nodes', nodes: children.map((id) => byId.get(id)!) },
+      state,
+      priorFrame,
+      budget: policy.narrativeTokenBudget,
+    };
+    const node = buildCompaction({
+      tenantId,
+      sessionId,
+      tier,
+      generation,
+      policy,
+      span: { ...span, l0Partition, fromOffset: offsetOf(span.fromSeq), toOffset: offsetOf(span.toSeq) },
+      children,
+      summary: run(input),
+      summarizer,
+      compactorVersion,
+      repairOf: repairOf?.compactionId ?? null,
+      attempt: repairOf === null ? 0 : repairOf.attempt + 1,
+    });
+    compactions.push(node);
+    byId.set(node.compactionId, node);
+    return node;
+  };
+
+  const validate = (node: Compaction): void => {
+    const next = advanceFrame(frame, node);
+    decisions.push(...invalidationsForFrame(frame, next, decisions));
+    frame = next;
+    const decision = decideMarker({
+      node,
+      frame,
+      state: fold.stateAt(boundaryQuery(node)),
+      decisions,
+      options: options.check,
+    });
+    decisions.push(decision);
+    // A depth violation is not the summary's fault; anything else is repaired from the log, bounded.
+    const repairable =
+      decision.type === 'marker_invalid' &&
+      decision.violations.some((v) => v.condition !== 'depth' && v.condition !== 'unverifiable');
+    if (repairable && node.attempt < maxRepairs) {
+      validate(compact(node.span, node.tier, node.children, summarizeStrict, 'strict', node));
+    }
+  };
+
+  let pending: { seq: number; tokenCount: number }[] = [];
+  for (const turn of turns) {
+    const result = fold.apply(turn);
+    results.push(result);
+    if (!result.ok || result.duplicate) continue;
+    bySeq.set(turn.seq, turn);
+    pending.push({ seq: turn.seq, tokenCount: turn.tokenCount });
+    for (;;) {
+      const step = planNext(policy, { lastSeq: fold.appliedSeq, turns: pending, nodes: compactions });
+      if (step.kind === 'idle') break;
+      const children = step.kind === 'digest' ? step.children : [];
+      validate(compact(step, step.tier, children, summarize, policy.summarizer, null));
+      if (step.kind === 'summary') pending = pending.filter((t) => t.seq > step.toSeq);
+    }
+  }
+  return { fold, results, compactions, decisions, frame };
+}
+
+function range(from: number, to: number): number[] {
+  return Array.from({ length: to - from + 1 }, (_, index) => from + index);
+}

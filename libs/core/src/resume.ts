@@ -1,0 +1,132 @@
+import { canonicalJson } from './canonical.js';
+import { invalidInput } from './errors.js';
+import { latestDecisions, rawCheckpoint } from './frame.js';
+import { contextHashOf } from './ids.js';
+import type {
+  Compaction,
+  Frame,
+  MarkerDecision,
+  ResumeContext,
+  ResumeMessage,
+  ResumePlan,
+  TurnEvent,
+} from './model.js';
+import { spanLabel, stateBlock } from './summarize/render.js';
+
+// The resume decision and the resume context. A marker is trusted wholesale or discarded wholesale:
+// the resume path never repairs a summary (repair happens in the compactor, while the raw log is
+// resident), and never mixes a distrusted node with patches from the raw log.
+
+export interface ResumeDecisionInput {
+  readonly tenantId: string;
+  readonly sessionId: string;
+  /** The turns.l0 partition of the session, for a checkpoint at the session start. */
+  readonly l0Partition: number;
+  readonly frame: Frame | null;
+  /** The session's marker decisions, in log order. */
+  readonly decisions: readonly MarkerDecision[];
+}
+
+/**
+ * Digest mode when the newest marker at the frame's depth (the furthest boundary) is trusted: its node,
+ * then the raw turns after its boundary. Raw mode otherwise: the raw checkpoint (the newest trusted
+ * marker at the frame's depth and the raw turns after it, or the raw log from the session start).
+ */
+export function decideResume(input: ResumeDecisionInput): ResumePlan {
+  const { tenantId, sessionId, frame } = input;
+  const checkpoint = rawCheckpoint(frame, input.decisions, input.l0Partition);
+  let newest: MarkerDecision | null = null;
+  for (const decision of latestDecisions(input.decisions)) {
+    if (
+      frame !== null &&
+      decision.depth === frame.depth &&
+      (newest === null || decision.toSeq >= newest.toSeq)
+    )
+      newest = decision;
+  }
+  if (frame !== null && newest !== null && newest.type === 'marker_emitted') {
+    const { markerId, compactionId, depth, generation, toSeq, l0Partition, l0Offset } = newest;
+    return {
+      mode: 'digest',
+      tenantId,
+      sessionId,
+      frame,
+      marker: { markerId, compactionId, depth, generation, toSeq, l0Partition, l0Offset },
+      rawFromSeq: toSeq + 1,
+    };
+  }
+  return {
+    mode: 'raw',
+    tenantId,
+    sessionId,
+    frame,
+    checkpoint,
+    rawFromSeq: checkpoint.toSeq + 1,
+    reason: newest === null ? 'no_marker' : 'newest_invalid',
+  };
+}
+
+/**
+ * The context an agent resumes with, assembled canonically: the node's narrative and state block as one
+ * system message (when the plan starts from a node), then every raw turn after it, in order, as chat
+ * messages. `turns` must be exactly the session's turns from plan.rawFromSeq on, contiguous.
+ */
+export function buildResumeContext(input: {
+  readonly plan: ResumePlan;
+  readonly node: Compaction | null;
+  readonly turns: readonly TurnEvent[];
+}): ResumeContext {
+  const { plan, node, turns } = input;
+  const nodeId = nodeIdOf(plan);
+  if ((node?.compactionId ?? null) !== nodeId) {
+    throw invalidInput(
+      `the plan starts from ${nodeId ?? 'the session start'}, not from ${node?.compactionId ?? 'no node'}`,
+    );
+  }
+  turns.forEach((turn, index) => {
+    if (
+      turn.tenantId !== plan.tenantId ||
+      turn.sessionId !== plan.sessionId ||
+      turn.seq !== plan.rawFromSeq + index
+    ) {
+      throw invalidInput(
+        `raw turns must be ${plan.tenantId}/${plan.sessionId} from #${plan.rawFromSeq} on, contiguous`,
+      );
+    }
+  });
+  const messages: ResumeMessage[] = [];
+  if (node !== null) {
+    const header = `Tidemark resume context: L${node.tier} node ${node.compactionId}, ${spanLabel(node.span.fromSeq, node.span.toSeq)}.`;
+    const content = [
+      header,
+      node.narrative,
+      `State at turn ${node.span.toSeq}:`,
+      stateBlock(node.claims),
+    ].join('\n\n');
+    messages.push({ role: 'system', content });
+  }
+  for (const turn of turns) messages.push({ role: turn.role, content: turn.content });
+  // The mode is left out: the same node and turns are the same context whichever way it was reached.
+  const canonical = canonicalJson({
+    kind: 'tidemark.resume-context',
+    tenantId: plan.tenantId,
+    sessionId: plan.sessionId,
+    nodeId,
+    rawFromSeq: plan.rawFromSeq,
+    messages,
+  });
+  return { plan, messages, canonical, contextHash: contextHashOf(canonical) };
+}
+
+function nodeIdOf(plan: ResumePlan): string | null {
+  switch (plan.mode) {
+    case 'digest':
+      return plan.marker.compactionId;
+    case 'raw':
+      return plan.checkpoint.compactionId;
+    default: {
+      const never: never = plan;
+      throw invalidInput(`unknown plan ${JSON.stringify(never)}`);
+    }
+  }
+}

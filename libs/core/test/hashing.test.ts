@@ -1,0 +1,171 @@
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  canonicalJson,
+  compactionIdOf,
+  contextHashOf,
+  definePolicy,
+  estimateTokens,
+  fitToBudget,
+  markerIdOf,
+  policyIdOf,
+  sha256Hex,
+  TidemarkCoreError,
+} from '../src/index.js';
+
+describe('sha256', () => {
+  // FIPS 180-4 / NIST CSRC example vectors.
+  it.each([
+    ['', 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'],
+    ['abc', 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad'],
+    [
+      'abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq',
+      '248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1',
+    ],
+    [
+      'abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu',
+      'cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1',
+    ],
+    [
+      'The quick brown fox jumps over the lazy dog',
+      'd7a8fbb307d7809469ca9abcb0082e4f8d5651e46d3cdb762d02d0bf37c9e592',
+    ],
+  ])('hashes %j to the known digest', (input, digest) => {
+    expect(sha256Hex(input)).toBe(digest);
+  });
+
+  it('hashes a million "a" to the known digest', () => {
+    expect(sha256Hex('a'.repeat(1_000_000))).toBe(
+      'cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0',
+    );
+  });
+
+  it('agrees with node:crypto on any bytes, across every padding boundary', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), (bytes) => {
+        expect(sha256Hex(bytes)).toBe(createHash('sha256').update(bytes).digest('hex'));
+      }),
+      { numRuns: 500 },
+    );
+    for (let length = 50; length <= 130; length++) {
+      const bytes = new Uint8Array(length).fill(length);
+      expect(sha256Hex(bytes)).toBe(createHash('sha256').update(bytes).digest('hex'));
+    }
+  });
+
+  it('hashes a string as its UTF-8 bytes', () => {
+    expect(sha256Hex('héllo → 世界 🌊')).toBe(
+      createHash('sha256').update('héllo → 世界 🌊', 'utf8').digest('hex'),
+    );
+  });
+});
+
+describe('canonical JSON', () => {
+  it('sorts keys at every level and writes no whitespace', () => {
+    expect(canonicalJson({ b: 1, a: { d: [3, { z: true, y: null }], c: 'x' } })).toBe(
+      '{"a":{"c":"x","d":[3,{"y":null,"z":true}]},"b":1}',
+    );
+  });
+
+  it('sorts keys by code units, not by locale', () => {
+    expect(canonicalJson({ b: 1, B: 2, é: 3, a: 4 })).toBe('{"B":2,"a":4,"b":1,"é":3}');
+  });
+
+  it('omits undefined properties, as JSON does', () => {
+    expect(canonicalJson({ a: undefined, b: 1 })).toBe('{"b":1}');
+  });
+
+  it.each([
+    ['NaN', NaN],
+    ['Infinity', Infinity],
+    ['a bigint', 1n],
+    ['undefined in an array', [undefined]],
+    ['a Map', new Map()],
+    ['bytes', new Uint8Array(1)],
+    ['a function', () => 1],
+  ])('refuses %s', (_name, value) => {
+    expect(() => canonicalJson(value)).toThrow(TidemarkCoreError);
+  });
+
+  it('round-trips through JSON.parse and does not depend on key insertion order', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        const text = canonicalJson(value);
+        expect(canonicalJson(JSON.parse(text))).toBe(text);
+        const reversed = JSON.parse(JSON.stringify(value), (_key, v: unknown) =>
+          v !== null && typeof v === 'object' && !Array.isArray(v)
+            ? Object.fromEntries(Object.entries(v).reverse())
+            : v,
+        ) as unknown;
+        expect(canonicalJson(reversed)).toBe(text);
+      }),
+    );
+  });
+});
+
+describe('ids', () => {
+  const identity = {
+    tenantId: 't',
+    sessionId: 's',
+    tier: 1,
+    generation: 1,
+    fromSeq: 1,
+    toSeq: 40,
+    policyId: 'p',
+    attempt: 0,
+  };
+
+  it('derives the compaction id from its content, pinned so that other languages can reproduce it', () => {
+    const expected = sha256Hex(
+      '{"attempt":0,"fromSeq":1,"generation":1,"kind":"tidemark.compaction","policyId":"p","sessionId":"s","tenantId":"t","tier":1,"toSeq":40}',
+    );
+    expect(compactionIdOf(identity)).toBe(expected);
+    expect(markerIdOf(expected)).toBe(sha256Hex(`{"compactionId":"${expected}","kind":"tidemark.marker"}`));
+  });
+
+  it('gives another id when anything identifying changes', () => {
+    const ids = new Set(
+      [
+        identity,
+        { ...identity, tenantId: 'u' },
+        { ...identity, sessionId: 'u' },
+        { ...identity, tier: 2 },
+        { ...identity, generation: 2 },
+        { ...identity, fromSeq: 2 },
+        { ...identity, toSeq: 41 },
+        { ...identity, policyId: 'q' },
+        { ...identity, attempt: 1 },
+      ].map(compactionIdOf),
+    );
+    expect(ids.size).toBe(9);
+  });
+
+  it('derives the policy id from the policy content alone', () => {
+    expect(policyIdOf(definePolicy())).toBe(policyIdOf(definePolicy({ l1EveryTurns: 40 })));
+    expect(policyIdOf(definePolicy({ digestTokenBudget: 500 }))).not.toBe(policyIdOf(definePolicy()));
+    expect(contextHashOf('x')).toBe(sha256Hex('x'));
+  });
+});
+
+describe('token estimate', () => {
+  it('is a quarter of the characters, rounded up', () => {
+    expect([
+      estimateTokens(''),
+      estimateTokens('abc'),
+      estimateTokens('abcd'),
+      estimateTokens('abcde'),
+    ]).toEqual([0, 1, 1, 2]);
+  });
+
+  it('fits any text to any budget, leaving text that fits untouched', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', maxLength: 400 }), fc.nat({ max: 120 }), (text, budget) => {
+        const fitted = fitToBudget(text, budget);
+        expect(estimateTokens(fitted)).toBeLessThanOrEqual(budget);
+        if (estimateTokens(text) <= budget) expect(fitted).toBe(text);
+        expect(fitted).not.toMatch(/[\ud800-\udbff]$/);
+      }),
+    );
+  });
+});
