@@ -1,0 +1,72 @@
+import { z } from 'zod';
+
+// Configuration is parsed once, at start, from the environment. Defaults run against the local stack
+// (`pnpm infra:up`), so a service started with no environment at all works on a developer's machine.
+
+/** Thrown when the environment holds a value a service cannot run with; it names every bad variable. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(
+    message: string,
+    readonly variables: readonly string[],
+  ) {
+    super(message);
+  }
+}
+
+const brokerList = z
+  .string()
+  .transform((value) =>
+    value
+      .split(',')
+      .map((broker) => broker.trim())
+      .filter((broker) => broker.length > 0),
+  )
+  .refine((brokers) => brokers.length > 0, 'needs at least one host:port');
+
+/** Variables every service reads: where the stack is, how it isolates names, where it listens, how it logs. */
+export const commonConfig = {
+  KAFKA_BROKERS: brokerList.default(['127.0.0.1:19092']),
+  SCHEMA_REGISTRY_URL: z.url().default('http://127.0.0.1:18080/apis/ccompat/v7'),
+  REDIS_URL: z.url().default('redis://127.0.0.1:16379'),
+  /** Prepended to every topic name (tests and side-by-side deployments isolate by it). */
+  TOPIC_PREFIX: z.string().default(''),
+  /** Prepended to every Redis key. */
+  REDIS_PREFIX: z.string().default('tidemark:'),
+  HTTP_HOST: z.string().default('127.0.0.1'),
+  /** 0 picks a free port (logged at start). */
+  HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(0),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** How long a graceful shutdown may take before the process exits anyway. */
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().positive().default(10_000),
+} as const;
+
+export type CommonConfig = z.infer<z.ZodObject<typeof commonConfig>>;
+
+/**
+ * Parses the environment with a service's schema, or throws a ConfigError naming every bad variable
+ * and why, so a misconfigured service fails at start rather than at its first message.
+ */
+export function parseConfig<T extends z.ZodType>(
+  schema: T,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): z.infer<T> {
+  // Empty variables count as unset, as a shell user expects of `FOO= cmd`.
+  const present = Object.fromEntries(
+    Object.entries(env).filter(([, value]) => value !== undefined && value !== ''),
+  );
+  const result = schema.safeParse(present);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const variable = issue.path.map(String).join('.') || '(environment)';
+    return { variable, text: `${variable}: ${issue.message}` };
+  });
+  return failConfig(problems);
+}
+
+function failConfig(problems: readonly { variable: string; text: string }[]): never {
+  throw new ConfigError(
+    `invalid configuration: ${problems.map((p) => p.text).join('; ')}`,
+    problems.map((p) => p.variable),
+  );
+}
