@@ -158,7 +158,7 @@ describe('the strict summarizer', () => {
 });
 
 describe('the narrative summarizer', () => {
-  it('folds rejections and failures into "explored approaches", drops artifact paths and open file handles', () => {
+  it('folds rejections and failures into "explored approaches", drops artifact paths and what is still in flight', () => {
     const summary = summarizeNarrative(inputFor(1, 8));
     expect(summary.narrative).toBe(
       'Turns 1–8. User requested the export be reversible; agent explored approaches. 1 step(s) completed.',

@@ -5,8 +5,9 @@ import { excerpt, spanLabel } from './render.js';
 
 // A deliberately lossy summarizer, deterministic, lossy the way fluency-tuned summarizers are: every
 // sentence it writes is true, but negative state transitions have no narrative weight, so it folds
-// rejections and failures into "explored approaches", drops artifact paths, and drops open file handles
-// as noise. It exists to show, and to test, that the validator catches what it loses.
+// rejections and failures into "explored approaches", drops artifact paths, and tells what was done, not
+// what is still in flight: open tool calls, approvals, subprocesses and file handles are left out. Only
+// the user's standing requests (constraints) survive, because the narrative mentions them. It exists to show, and to test, that the validator catches what it loses.
 
 export function summarizeNarrative(input: SummaryInput): Summary {
   const { fromSeq, toSeq } = spanOf(input);
@@ -35,7 +36,7 @@ function lossy(claims: Claims): Claims {
     ...claims,
     dispositions: claims.dispositions.filter((c) => c.disposition === 'superseded'),
     artifacts: [],
-    unresolved: claims.unresolved.filter((c) => c.kind !== 'file_handle'),
+    unresolved: claims.unresolved.filter((c) => c.kind === 'constraint'),
   });
 }
 

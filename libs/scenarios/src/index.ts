@@ -1,0 +1,11 @@
+// @tidemark/scenarios: the demo sessions (fixture transcripts in test/fixtures/) and the workload
+// generator, shared by the demo, the end-to-end tests and the fallback report.
+export {
+  expandTranscript,
+  transcriptSchema,
+  TranscriptError,
+  type PolicyOverrides,
+  type ScenarioSession,
+  type Transcript,
+} from './transcript.js';
+export { fixturesDir, loadScenario, loadScenarios } from './load.js';
