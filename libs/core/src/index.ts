@@ -55,7 +55,7 @@ export {
 } from './summarize/model.js';
 export { stateBlock } from './summarize/render.js';
 
-export { defaultPolicy, definePolicy, planNext } from './plan.js';
+export { defaultPolicy, definePolicy, planNext, priorNodeOf } from './plan.js';
 export {
   buildCompaction,
   decideMarker,

@@ -180,7 +180,10 @@ export interface SummaryInput {
   readonly span: SummarySpan;
   /** The log's state for the span (see summaryQuery): where the strict summarizer takes its claims from. */
   readonly state: StateAtBoundary;
-  /** The node of the newest trusted marker before the span, whose facts are carried forward; or null. */
+  /**
+   * The node whose earlier facts are carried forward: the newest first-attempt node of the same tier
+   * and generation before the span (planNext's priorNodeOf), or null. Never a validator decision.
+   */
   readonly priorFrame: Compaction | null;
   /** The narrative's token budget. */
   readonly budget: number;
@@ -225,7 +228,7 @@ export interface SessionProgress {
   readonly turns: readonly { readonly seq: number; readonly tokenCount: number }[];
   /**
    * This generation's nodes: at least those not yet digested (passing all is correct, but costs more).
-   * A repaired node and its repair may both be listed: the later attempt wins.
+   * Repairs may be listed and are ignored: the tree is built from first attempts.
    */
   readonly nodes: readonly PlannedNode[];
 }

@@ -5,6 +5,11 @@ import type { CompactionStep, PlannedNode, Policy, SessionProgress } from './mod
 // time; the compactor applies it and asks again until the answer is idle. Digests come first, lowest
 // tier first, so a tree is completed bottom-up before the next L1 is cut. A tighter digest budget makes
 // digests of fewer nodes, hence more nodes per tier, hence deeper trees (L3 and beyond).
+//
+// The tree is built from first attempts only (attempt 0). A repair answers a MarkerInvalid, which a
+// distributed compactor receives whenever the validator gets to it: if repairs took part in planning,
+// a digest's children (and so its bytes) would depend on whether the repair had arrived before the
+// digest was cut. Repairs hang off the tree beside the node they repair; they never shape it.
 
 export const defaultPolicy: Policy = {
   l1EveryTurns: 40,
@@ -59,7 +64,7 @@ export function definePolicy(values: Partial<Policy> = {}): Policy {
 }
 
 export function planNext(policy: Policy, progress: SessionProgress): CompactionStep {
-  const nodes = current(progress.nodes);
+  const nodes = firstAttempts(progress.nodes);
   for (let tier = 1; tier < policy.maxDepth; tier++) {
     const pending = undigested(nodes, tier);
     if (pending.length < 2) continue;
@@ -112,15 +117,33 @@ function digestSize(policy: Policy, pending: readonly PlannedNode[]): number {
   return 0;
 }
 
-/** One node per tier and span: a repair replaces the node it repairs (the later attempt wins). */
-function current(nodes: readonly PlannedNode[]): PlannedNode[] {
+/** One node per tier and span, the first attempt: repairs never shape the tree (see above). */
+function firstAttempts(nodes: readonly PlannedNode[]): PlannedNode[] {
   const bySpan = new Map<string, PlannedNode>();
   for (const node of nodes) {
-    const key = `${node.tier}:${node.span.fromSeq}:${node.span.toSeq}`;
-    const held = bySpan.get(key);
-    if (held === undefined || node.attempt > held.attempt) bySpan.set(key, node);
+    if (node.attempt !== 0) continue;
+    bySpan.set(`${node.tier}:${node.span.fromSeq}:${node.span.toSeq}`, node);
   }
   return [...bySpan.values()];
+}
+
+/**
+ * The prior frame of a new node of the given tier starting at fromSeq: the newest first-attempt node of
+ * the same tier (and generation: pass one generation's nodes) that ends before the span, or null. It is
+ * a function of L0 and the policy alone, so a compactor computes it without waiting for any validator
+ * decision, and the node's bytes never depend on timing. A repair gets the prior of the node it repairs.
+ */
+export function priorNodeOf<T extends Pick<PlannedNode, 'tier' | 'span' | 'attempt'>>(
+  nodes: readonly T[],
+  tier: number,
+  fromSeq: number,
+): T | null {
+  let prior: T | null = null;
+  for (const node of nodes) {
+    if (node.attempt !== 0 || node.tier !== tier || node.span.toSeq >= fromSeq) continue;
+    if (prior === null || node.span.toSeq > prior.span.toSeq) prior = node;
+  }
+  return prior;
 }
 
 /** The nodes of a tier no node one tier up covers yet, in seq order. */

@@ -2,9 +2,9 @@ import { boundaryQuery, type CheckOptions } from './check.js';
 import { buildCompaction, decideMarker } from './compaction.js';
 import { invalidInput } from './errors.js';
 import { type ApplyResult, SessionFold } from './fold.js';
-import { advanceFrame, invalidationsForFrame, rawCheckpoint } from './frame.js';
+import { advanceFrame, invalidationsForFrame } from './frame.js';
 import type { Compaction, Frame, MarkerDecision, Policy, Summary, SummaryInput, TurnEvent } from './model.js';
-import { planNext } from './plan.js';
+import { planNext, priorNodeOf } from './plan.js';
 import { summaryQuery } from './summarize/claims.js';
 import { summarizeNarrative } from './summarize/narrative.js';
 import { summarizeStrict } from './summarize/strict.js';
@@ -72,8 +72,9 @@ export function runReference(turns: readonly TurnEvent[], options: ReferenceOpti
     summarizer: string,
     repairOf: Compaction | null,
   ): Compaction => {
-    const checkpoint = rawCheckpoint(frame, decisions, l0Partition);
-    const priorFrame = checkpoint.compactionId === null ? null : (byId.get(checkpoint.compactionId) ?? null);
+    // Not the raw checkpoint's node: that depends on validator decisions, which a distributed compactor
+    // may not have yet when it compacts the next span. The prior is a function of L0 and the policy.
+    const priorFrame = priorNodeOf(compactions, tier, span.fromSeq);
     const state = fold.stateAt(summaryQuery({ tenantId, sessionId, ...span, priorFrame }));
     const input: SummaryInput = {
       span:

@@ -4,6 +4,7 @@ import {
   generateSession,
   planNext,
   policyIdOf,
+  priorNodeOf,
   runReference,
   TidemarkCoreError,
   type PlannedNode,
@@ -104,12 +105,29 @@ describe('planning: digests', () => {
     expect(planNext(definePolicy({ maxDepth: 2 }), progress(640, l2s))).toEqual({ kind: 'idle' });
   });
 
-  it('takes a repair in place of the node it repairs', () => {
+  it('builds the tree from first attempts, so a repair arriving early or late never changes a digest', () => {
     const l1s = [node(1, 1, 40), node(1, 41, 80)];
     const repair = node(1, 41, 80, 100, 1);
-    expect(planNext(definePolicy({ digestFanIn: 2 }), progress(80, [...l1s, repair]))).toMatchObject({
-      children: [l1s[0]!.compactionId, repair.compactionId],
+    const policy = definePolicy({ digestFanIn: 2 });
+    expect(planNext(policy, progress(80, [...l1s, repair]))).toEqual(planNext(policy, progress(80, l1s)));
+    expect(planNext(policy, progress(80, [...l1s, repair]))).toMatchObject({
+      children: [l1s[0]!.compactionId, l1s[1]!.compactionId],
     });
+  });
+
+  it('takes as prior frame the newest first attempt of the same tier before the span', () => {
+    const nodes = [
+      node(1, 1, 40),
+      node(1, 41, 80),
+      node(1, 41, 80, 100, 1),
+      node(2, 1, 80),
+      node(1, 81, 120),
+    ];
+    expect(priorNodeOf(nodes, 1, 121)).toBe(nodes[4]);
+    expect(priorNodeOf(nodes, 1, 81)).toBe(nodes[1]);
+    expect(priorNodeOf(nodes, 1, 1)).toBeNull();
+    expect(priorNodeOf(nodes, 2, 81)).toBe(nodes[3]);
+    expect(priorNodeOf(nodes, 3, 161)).toBeNull();
   });
 
   it('deepens the tree under a tighter budget (L3 and beyond)', () => {

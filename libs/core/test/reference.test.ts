@@ -82,6 +82,21 @@ describe('the reference pipeline', () => {
     expect(other.compactions[0]!.compactionId).not.toBe(one.compactions[0]!.compactionId);
   });
 
+  it('compacts as a function of L0 and the policy alone: repairs and decisions never change the first attempts', () => {
+    // A distributed compactor gets MarkerInvalid records late, or early: the tree must not care.
+    const policy = definePolicy({ summarizer: 'narrative', digestFanIn: 2 });
+    const repaired = runReference(turns, { policy, maxRepairs: 2 });
+    const unrepaired = runReference(turns, { policy, maxRepairs: 0 });
+    expect(repaired.compactions.some((c) => c.attempt > 0)).toBe(true);
+    expect(canonicalJson(repaired.compactions.filter((c) => c.attempt === 0))).toBe(
+      canonicalJson(unrepaired.compactions),
+    );
+    // A repair is the strict summary of the same span with the same prior as the node it repairs.
+    const repair = repaired.compactions.find((c) => c.attempt === 1 && c.tier === 1)!;
+    const original = unrepaired.compactions.find((c) => c.compactionId === repair.repairOf)!;
+    expect(repair).toMatchObject({ span: original.span, children: original.children, summarizer: 'strict' });
+  });
+
   it('skips duplicates and reports refusals without stopping', () => {
     // A redelivery of seq 11, then seq 61 early (a gap), then the rest in order.
     const withNoise = [...turns.slice(0, 50), turns[10]!, turns[60]!, ...turns.slice(50)];
