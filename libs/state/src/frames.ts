@@ -1,0 +1,298 @@
+import { readFileSync } from 'node:fs';
+import type { Frame, MarkerDecision, MarkerEmitted } from '@tidemark/core';
+import type { Redis } from 'ioredis';
+
+// The validator's own state in Redis: per session, the frame and the trusted markers (the part of the
+// decision history the core reads), and which compactions were already decided. Everything here can be
+// rebuilt from the markers topic; the epoch says whether it still has to be.
+//
+// Keys (under the prefix, one hash tag per session so one session's keys share a cluster slot):
+//   frames:epoch                 the epoch of the current store; absent = lost or never built
+//   frames:lock                  held by the one validator rebuilding the store
+//   frame:{tenant/session}       hash: v (version), e (epoch), s (frame state JSON)
+//   decided:{tenant/session}     hash: compactionId -> decided record JSON
+//
+// Writes are write-ahead: the decisions of a batch are recorded (pending) before they are published,
+// and confirmed (published) after, so a crash in between re-publishes the recorded bytes instead of
+// deciding again on a state that may have moved (a timeout that is no longer one, say).
+
+/** A session's frame state as the store holds it. */
+export interface SessionFrame {
+  readonly frame: Frame | null;
+  /** Markers whose latest decision is emitted, in the order of that latest decision. */
+  readonly trusted: readonly MarkerEmitted[];
+  /** What a write must find unchanged (compare-and-set): bumped by every write. */
+  readonly guard: FrameGuard;
+}
+
+/** The version and epoch a session was read at; a write succeeds only if both are still there. */
+export interface FrameGuard {
+  readonly version: number;
+  /** '' for a session the store did not have. */
+  readonly epoch: string;
+}
+
+/** What the store knows of one compaction. */
+export type DecidedRecord =
+  /** Decided and recorded; maybe published. A redelivery re-publishes exactly these decisions. */
+  | { readonly status: 'pending'; readonly decisions: readonly MarkerDecision[] }
+  /** Durably on the markers topic: a redelivery publishes nothing. */
+  | { readonly status: 'published' };
+
+export interface SessionRef {
+  readonly tenantId: string;
+  readonly sessionId: string;
+}
+
+export interface FrameLoad extends SessionRef {
+  /** The compactions whose records to read along with the frame. */
+  readonly compactionIds: readonly string[];
+}
+
+export interface LoadedSession {
+  readonly frame: SessionFrame;
+  /** Records of the requested compactions the store has (absent = never decided). */
+  readonly decided: ReadonlyMap<string, DecidedRecord>;
+}
+
+export type FramesLoaded =
+  | { readonly ok: true; readonly epoch: string; readonly sessions: ReadonlyMap<string, LoadedSession> }
+  | { readonly ok: false; readonly reason: 'no_epoch' };
+
+export interface FrameWrite extends SessionRef {
+  /** The guard the frame was loaded with. */
+  readonly guard: FrameGuard;
+  readonly frame: Frame | null;
+  readonly trusted: readonly MarkerEmitted[];
+  /** The compactions decided, each with every decision its verdict publishes, in publish order. */
+  readonly decided: readonly {
+    readonly compactionId: string;
+    readonly decisions: readonly MarkerDecision[];
+  }[];
+}
+
+export type FramesRecorded =
+  | { readonly ok: true }
+  | {
+      readonly ok: false;
+      /** conflict: another writer moved a session (a rebalance); epoch: the store was lost or rebuilt. */
+      readonly reason: 'conflict' | 'epoch';
+      readonly sessions: readonly SessionRef[];
+    };
+
+/** A session's rebuilt state, for `FrameStore.restore`. */
+export interface RestoredSession extends SessionRef {
+  readonly frame: Frame | null;
+  readonly trusted: readonly MarkerEmitted[];
+  /** Every compaction whose verdict is on the markers topic. */
+  readonly published: readonly string[];
+}
+
+const publishedJson = JSON.stringify({ status: 'published' } satisfies DecidedRecord);
+
+interface FrameCommands {
+  validatorRecord(frameKey: string, decidedKey: string, ...args: (string | number)[]): Promise<number>;
+  validatorConfirm(frameKey: string, decidedKey: string, ...args: string[]): Promise<number>;
+}
+
+const script = (name: string): string => readFileSync(new URL(`../lua/${name}.lua`, import.meta.url), 'utf8');
+
+export class FrameStore {
+  readonly #redis: Redis & FrameCommands;
+  readonly #prefix: string;
+
+  constructor(redis: Redis, options: { prefix?: string } = {}) {
+    this.#prefix = options.prefix ?? 'tidemark:';
+    // defineCommand is idempotent per name on a connection; several stores may share one.
+    redis.defineCommand('validatorRecord', { numberOfKeys: 2, lua: script('validator-record') });
+    redis.defineCommand('validatorConfirm', { numberOfKeys: 2, lua: script('validator-confirm') });
+    this.#redis = redis as Redis & FrameCommands;
+  }
+
+  #tag(ref: SessionRef): string {
+    return `{${ref.tenantId}/${ref.sessionId}}`;
+  }
+  #frameKey(ref: SessionRef): string {
+    return `${this.#prefix}frame:${this.#tag(ref)}`;
+  }
+  #decidedKey(ref: SessionRef): string {
+    return `${this.#prefix}decided:${this.#tag(ref)}`;
+  }
+  get #epochKey(): string {
+    return `${this.#prefix}frames:epoch`;
+  }
+  get #lockKey(): string {
+    return `${this.#prefix}frames:lock`;
+  }
+
+  /** The store's epoch, or null when it was lost (or never built) and must be rebuilt first. */
+  async epoch(): Promise<string | null> {
+    return this.#redis.get(this.#epochKey);
+  }
+
+  /**
+   * The frames of the given sessions and the records of the given compactions, in one round trip.
+   * Sessions of another epoch (written before a loss, by a straggler) read as absent.
+   */
+  async load(sessions: readonly FrameLoad[]): Promise<FramesLoaded> {
+    const pipeline = this.#redis.pipeline();
+    pipeline.get(this.#epochKey);
+    for (const ref of sessions) {
+      pipeline.hmget(this.#frameKey(ref), 'v', 'e', 's');
+      if (ref.compactionIds.length > 0) pipeline.hmget(this.#decidedKey(ref), ...ref.compactionIds);
+    }
+    const replies = unwrap(await pipeline.exec());
+    const epoch = replies[0] as string | null;
+    if (epoch === null) return { ok: false, reason: 'no_epoch' };
+    const loaded = new Map<string, LoadedSession>();
+    let index = 1;
+    for (const ref of sessions) {
+      const [v, e, s] = replies[index++] as (string | null)[];
+      const records = ref.compactionIds.length > 0 ? (replies[index++] as (string | null)[]) : [];
+      const guard: FrameGuard = { version: v == null ? 0 : Number(v), epoch: e ?? '' };
+      // A session of another epoch (a straggler's write around a rebuild) reads as absent: its
+      // content is not this epoch's truth; its guard lets the next write replace it.
+      const current = e === epoch && s != null;
+      const state = current ? (JSON.parse(s) as Pick<SessionFrame, 'frame' | 'trusted'>) : null;
+      const decided = new Map<string, DecidedRecord>();
+      if (current) {
+        ref.compactionIds.forEach((id, i) => {
+          const record = records[i];
+          if (record != null) decided.set(id, JSON.parse(record) as DecidedRecord);
+        });
+      }
+      loaded.set(sessionKeyOf(ref), {
+        frame: { frame: state?.frame ?? null, trusted: state?.trusted ?? [], guard },
+        decided,
+      });
+    }
+    return { ok: true, epoch, sessions: loaded };
+  }
+
+  /** Records decisions (pending) and the sessions' new frames, one atomic script per session, one round trip. */
+  async record(epoch: string, writes: readonly FrameWrite[]): Promise<FramesRecorded> {
+    if (writes.length === 0) return { ok: true };
+    const pipeline = this.#redis.pipeline() as unknown as FrameCommands & {
+      get(key: string): unknown;
+      exec(): Promise<[Error | null, unknown][] | null>;
+    };
+    // The epoch first, in the same round trip: a store lost since the load is reported as such (the
+    // scripts' own guard catches every session it had; a new session's write is cleared by the rebuild).
+    pipeline.get(this.#epochKey);
+    for (const write of writes) {
+      const args: (string | number)[] = [
+        epoch,
+        write.guard.version,
+        write.guard.epoch,
+        JSON.stringify({ frame: write.frame, trusted: write.trusted }),
+      ];
+      for (const { compactionId, decisions } of write.decided) {
+        args.push(compactionId, JSON.stringify({ status: 'pending', decisions } satisfies DecidedRecord));
+      }
+      void pipeline.validatorRecord(this.#frameKey(write), this.#decidedKey(write), ...args);
+    }
+    const [current, ...codes] = unwrap(await pipeline.exec()) as [string | null, ...number[]];
+    const sessions = (test: (code: number) => boolean) =>
+      writes.filter((_, i) => test(codes[i]!)).map(({ tenantId, sessionId }) => ({ tenantId, sessionId }));
+    if (current !== epoch) return { ok: false, reason: 'epoch', sessions: sessions(() => true) };
+    if (codes.includes(0)) return { ok: false, reason: 'conflict', sessions: sessions((code) => code === 0) };
+    return { ok: true };
+  }
+
+  /**
+   * Marks compactions published once their decisions are durably on the markers topic, one round trip.
+   * Returns the sessions it could not mark (gone or of another epoch): their redelivery re-publishes.
+   */
+  async confirm(
+    epoch: string,
+    sessions: readonly (SessionRef & { readonly compactionIds: readonly string[] })[],
+  ): Promise<SessionRef[]> {
+    const pending = sessions.filter((s) => s.compactionIds.length > 0);
+    if (pending.length === 0) return [];
+    const pipeline = this.#redis.pipeline() as unknown as FrameCommands & {
+      exec(): Promise<[Error | null, unknown][] | null>;
+    };
+    for (const ref of pending) {
+      void pipeline.validatorConfirm(
+        this.#frameKey(ref),
+        this.#decidedKey(ref),
+        epoch,
+        publishedJson,
+        ...ref.compactionIds,
+      );
+    }
+    const codes = unwrap(await pipeline.exec()) as number[];
+    return pending
+      .filter((_, i) => codes[i] === -1)
+      .map(({ tenantId, sessionId }) => ({ tenantId, sessionId }));
+  }
+
+  /**
+   * Takes the rebuild lock for `ttlMs` (only one validator rebuilds; the others wait for the epoch).
+   * Returns false when another holder has it.
+   */
+  async lockRebuild(owner: string, ttlMs: number): Promise<boolean> {
+    return (await this.#redis.set(this.#lockKey, owner, 'PX', ttlMs, 'NX')) === 'OK';
+  }
+
+  async unlockRebuild(owner: string): Promise<void> {
+    // Only the owner's lock: compare and delete in one step.
+    await this.#redis.eval(
+      "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
+      1,
+      this.#lockKey,
+      owner,
+    );
+  }
+
+  /** Removes every session of the store (before a rebuild): nothing of an old epoch survives it. */
+  async clear(): Promise<void> {
+    for (const pattern of [`${this.#prefix}frame:{*`, `${this.#prefix}decided:{*`]) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await this.#redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length > 0) await this.#redis.unlink(...keys);
+      } while (cursor !== '0');
+    }
+  }
+
+  /**
+   * Writes rebuilt sessions under a new epoch, then publishes the epoch (last, so that nobody decides
+   * on a half-rebuilt store). Pipelined in chunks.
+   */
+  async restore(epoch: string, sessions: readonly RestoredSession[]): Promise<void> {
+    const chunk = 500;
+    for (let start = 0; start < sessions.length; start += chunk) {
+      const pipeline = this.#redis.pipeline();
+      for (const session of sessions.slice(start, start + chunk)) {
+        pipeline.hset(this.#frameKey(session), {
+          v: 1,
+          e: epoch,
+          s: JSON.stringify({ frame: session.frame, trusted: session.trusted }),
+        });
+        if (session.published.length > 0) {
+          pipeline.hset(
+            this.#decidedKey(session),
+            Object.fromEntries(session.published.map((id) => [id, publishedJson])),
+          );
+        }
+      }
+      unwrap(await pipeline.exec());
+    }
+    await this.#redis.set(this.#epochKey, epoch);
+  }
+}
+
+/** The map key of a session in a load: `tenant/session`, as the contract's sessionKey. */
+export function sessionKeyOf(ref: SessionRef): string {
+  return `${ref.tenantId}/${ref.sessionId}`;
+}
+
+function unwrap(results: [Error | null, unknown][] | null): unknown[] {
+  if (results === null) throw new Error('redis pipeline was discarded');
+  return results.map(([error, value]) => {
+    if (error !== null) throw error;
+    return value;
+  });
+}

@@ -1,0 +1,154 @@
+import { redisClient } from '@tidemark/test-infra';
+import type { MarkerDecision, MarkerEmitted } from '@tidemark/core';
+import { describe, expect, it } from 'vitest';
+import { FrameStore, sessionKeyOf } from '../src/frames.js';
+
+// The validator's frame store against a real Redis: write-ahead records, their confirmation, the
+// compare-and-set that keeps two writers apart, and the epoch that says whether it must be rebuilt.
+
+const session = { tenantId: 'tenant-f', sessionId: 'session-f' };
+const frame = { nodeId: 'n1', depth: 1, generation: 1 };
+
+function emitted(markerId: string): MarkerEmitted {
+  return {
+    type: 'marker_emitted',
+    markerId,
+    compactionId: `c-${markerId}`,
+    tenantId: session.tenantId,
+    sessionId: session.sessionId,
+    depth: 1,
+    generation: 1,
+    toSeq: 40,
+    l0Partition: 0,
+    l0Offset: 39,
+    compactorVersion: 'test',
+  };
+}
+
+function store() {
+  const { redis, prefix } = redisClient();
+  return { redis, prefix, frames: new FrameStore(redis, { prefix }) };
+}
+
+describe('FrameStore', () => {
+  it('has no epoch until restored, and then loads absent sessions as empty', async () => {
+    const { frames } = store();
+    expect(await frames.load([{ ...session, compactionIds: ['c1'] }])).toEqual({
+      ok: false,
+      reason: 'no_epoch',
+    });
+    await frames.restore('e1', []);
+    const loaded = await frames.load([{ ...session, compactionIds: ['c1'] }]);
+    expect(loaded.ok && loaded.sessions.get(sessionKeyOf(session))).toEqual({
+      frame: { frame: null, trusted: [], guard: { version: 0, epoch: '' } },
+      decided: new Map(),
+    });
+  });
+
+  it('records pending decisions with the frame, then confirms them published', async () => {
+    const { frames } = store();
+    await frames.restore('e1', []);
+    const decision: MarkerDecision = emitted('m1');
+    const recorded = await frames.record('e1', [
+      {
+        ...session,
+        guard: { version: 0, epoch: '' },
+        frame,
+        trusted: [decision],
+        decided: [{ compactionId: 'c1', decisions: [decision] }],
+      },
+    ]);
+    expect(recorded).toEqual({ ok: true });
+    const loaded = await frames.load([{ ...session, compactionIds: ['c1', 'c2'] }]);
+    expect(loaded.ok && loaded.sessions.get(sessionKeyOf(session))).toEqual({
+      frame: { frame, trusted: [decision], guard: { version: 1, epoch: 'e1' } },
+      decided: new Map([['c1', { status: 'pending', decisions: [decision] }]]),
+    });
+    expect(await frames.confirm('e1', [{ ...session, compactionIds: ['c1'] }])).toEqual([]);
+    const confirmed = await frames.load([{ ...session, compactionIds: ['c1'] }]);
+    expect(confirmed.ok && confirmed.sessions.get(sessionKeyOf(session))?.decided).toEqual(
+      new Map([['c1', { status: 'published' }]]),
+    );
+  });
+
+  it('refuses a write from a reader whose view moved (two validators on one session)', async () => {
+    const { frames } = store();
+    await frames.restore('e1', []);
+    const write = {
+      ...session,
+      guard: { version: 0, epoch: '' },
+      frame,
+      trusted: [],
+      decided: [],
+    };
+    expect(await frames.record('e1', [write])).toEqual({ ok: true });
+    expect(await frames.record('e1', [write])).toEqual({
+      ok: false,
+      reason: 'conflict',
+      sessions: [session],
+    });
+  });
+
+  it('reports a lost store, never resurrects a session by a confirm, and rebuilds under a new epoch', async () => {
+    const { redis, prefix, frames } = store();
+    await frames.restore('e1', []);
+    await frames.record('e1', [
+      { ...session, guard: { version: 0, epoch: '' }, frame, trusted: [], decided: [] },
+    ]);
+    // Redis loses everything of ours.
+    const keys = await redis.keys(`${prefix}*`);
+    await redis.del(...keys);
+    expect(await frames.epoch()).toBeNull();
+    expect(await frames.confirm('e1', [{ ...session, compactionIds: ['c1'] }])).toEqual([session]);
+    expect(await redis.keys(`${prefix}*`)).toEqual([]);
+    const lost = await frames.record('e1', [
+      { ...session, guard: { version: 1, epoch: 'e1' }, frame, trusted: [], decided: [] },
+    ]);
+    expect(lost).toMatchObject({ ok: false, reason: 'epoch' });
+
+    await frames.clear();
+    await frames.restore('e2', [{ ...session, frame, trusted: [emitted('m1')], published: ['c1'] }]);
+    const loaded = await frames.load([{ ...session, compactionIds: ['c1'] }]);
+    expect(loaded.ok && loaded.epoch).toBe('e2');
+    expect(loaded.ok && loaded.sessions.get(sessionKeyOf(session))).toEqual({
+      frame: { frame, trusted: [emitted('m1')], guard: { version: 1, epoch: 'e2' } },
+      decided: new Map([['c1', { status: 'published' }]]),
+    });
+  });
+
+  it('reads a straggler session of an old epoch as absent, and lets the next write replace it', async () => {
+    const { frames } = store();
+    await frames.restore('e2', []);
+    // A validator still on e1 writes a new session after the rebuild.
+    await frames.record('e1', [
+      {
+        ...session,
+        guard: { version: 0, epoch: '' },
+        frame,
+        trusted: [emitted('old')],
+        decided: [{ compactionId: 'c-old', decisions: [emitted('old')] }],
+      },
+    ]);
+    const loaded = await frames.load([{ ...session, compactionIds: ['c-old'] }]);
+    const stale = loaded.ok ? loaded.sessions.get(sessionKeyOf(session)) : undefined;
+    expect(stale).toEqual({
+      frame: { frame: null, trusted: [], guard: { version: 1, epoch: 'e1' } },
+      decided: new Map(),
+    });
+    expect(
+      await frames.record('e2', [{ ...session, guard: stale!.frame.guard, frame, trusted: [], decided: [] }]),
+    ).toEqual({ ok: true });
+    const replaced = await frames.load([{ ...session, compactionIds: ['c-old'] }]);
+    expect(replaced.ok && replaced.sessions.get(sessionKeyOf(session))?.decided).toEqual(new Map());
+  });
+
+  it('takes the rebuild lock once', async () => {
+    const { frames } = store();
+    expect(await frames.lockRebuild('a', 10_000)).toBe(true);
+    expect(await frames.lockRebuild('b', 10_000)).toBe(false);
+    await frames.unlockRebuild('b');
+    expect(await frames.lockRebuild('b', 10_000)).toBe(false);
+    await frames.unlockRebuild('a');
+    expect(await frames.lockRebuild('b', 10_000)).toBe(true);
+  });
+});
