@@ -26,7 +26,30 @@ export interface SessionGeneratorOptions {
   readonly contentChars?: number;
   /** How eventful turns are, 0 to 1 (default 0.5): scales the odds of every state change. */
   readonly activity?: number;
+  /** Per-turn odds of particular events at activity 0.5 (the workload generator's knobs). */
+  readonly rates?: Partial<GeneratorRates>;
 }
+
+export interface GeneratorRates {
+  /** A turn starts a batch of one to three parallel tool calls (default 0.2). */
+  readonly toolCalls: number;
+  /** The share of tool calls that run long, so that they often cross a compaction boundary (default 0). */
+  readonly longCalls: number;
+  /** A turn records a rejected approach (default 0.02). */
+  readonly rejections: number;
+  /** A turn records a failed approach (default 0.02). */
+  readonly failures: number;
+  /** A turn creates, modifies or deletes an artifact (default 0.06). */
+  readonly artifacts: number;
+}
+
+export const defaultGeneratorRates: GeneratorRates = {
+  toolCalls: 0.2,
+  longCalls: 0,
+  rejections: 0.02,
+  failures: 0.02,
+  artifacts: 0.06,
+};
 
 /** mulberry32: a small, fast, well-distributed 32-bit PRNG, returning floats in [0, 1). */
 export function seededRandom(seed: number): () => number {
@@ -66,6 +89,8 @@ const words = [
 interface OpenItem {
   readonly itemId: string;
   readonly kind: ItemKind;
+  /** A long-running tool call: it returns rarely. */
+  readonly long?: boolean;
 }
 
 export function generateSession(seed: number, options: SessionGeneratorOptions = {}): TurnEvent[] {
@@ -75,6 +100,7 @@ export function generateSession(seed: number, options: SessionGeneratorOptions =
   const start = options.startTimestamp ?? Date.UTC(2026, 0, 1);
   const contentChars = options.contentChars ?? 160;
   const activity = Math.min(1, Math.max(0, options.activity ?? 0.5));
+  const rates: GeneratorRates = { ...defaultGeneratorRates, ...options.rates };
   const random = seededRandom(seed);
   const chance = (p: number): boolean => random() < p * activity * 2;
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
@@ -116,7 +142,14 @@ export function generateSession(seed: number, options: SessionGeneratorOptions =
 
     // Close or dispose some of what is open: tool calls return soon, the rest lingers.
     for (const item of [...open]) {
-      const odds = item.kind === 'tool_call' ? 0.35 : item.kind === 'constraint' ? 0.01 : 0.08;
+      const odds =
+        item.kind === 'tool_call'
+          ? item.long === true
+            ? 0.02
+            : 0.35
+          : item.kind === 'constraint'
+            ? 0.01
+            : 0.08;
       if (!chance(odds)) continue;
       if (item.kind === 'approval_request' && chance(0.3)) {
         changes.push({
@@ -137,12 +170,16 @@ export function generateSession(seed: number, options: SessionGeneratorOptions =
       }
       end(item);
     }
-    if (chance(0.2)) {
+    if (chance(rates.toolCalls)) {
       const parallel = 1 + Math.floor(random() * 3);
       for (let i = 0; i < parallel; i++) {
-        opened('tool_call', pick(['read_file', 'run_tests', 'grep', 'apply_patch']), {
+        const itemId = opened('tool_call', pick(['read_file', 'run_tests', 'grep', 'apply_patch']), {
           detail: `{"arg":"${pick(words)}"}`,
         });
+        // Drawn only when asked for, so the default sessions stay what they always were.
+        if (rates.longCalls > 0 && random() < rates.longCalls) {
+          open = open.map((item) => (item.itemId === itemId ? { ...item, long: true } : item));
+        }
       }
     }
     if (chance(0.03)) opened('approval_request', `approve ${pick(words)} change`);
@@ -170,8 +207,9 @@ export function generateSession(seed: number, options: SessionGeneratorOptions =
         end(previous);
       }
     }
-    if (chance(0.04)) {
-      const disposition: Disposition = pick(['rejected', 'failed']);
+    const negative = rates.rejections + rates.failures;
+    if (negative > 0 && chance(negative)) {
+      const disposition: Disposition = random() < rates.rejections / negative ? 'rejected' : 'failed';
       changes.push({
         type: 'item_disposed',
         itemKey: `approach:${pick(words)}-${pick(words)}`,
@@ -180,7 +218,7 @@ export function generateSession(seed: number, options: SessionGeneratorOptions =
         supersededBy: null,
       });
     }
-    if (chance(0.06)) {
+    if (chance(rates.artifacts)) {
       const existing = [...files.keys()];
       const action = existing.length === 0 || chance(0.4) ? 'created' : chance(0.8) ? 'modified' : 'deleted';
       const path = action === 'created' ? `src/${pick(words)}-${next('file')}.ts` : pick(existing);

@@ -72,5 +72,11 @@ export {
 } from './frame.js';
 export { buildResumeContext, decideResume, type ResumeDecisionInput } from './resume.js';
 
-export { generateSession, seededRandom, type SessionGeneratorOptions } from './generate.js';
+export {
+  defaultGeneratorRates,
+  generateSession,
+  seededRandom,
+  type GeneratorRates,
+  type SessionGeneratorOptions,
+} from './generate.js';
 export { runReference, type ReferenceOptions, type ReferenceRun } from './reference.js';
