@@ -9,3 +9,11 @@ export {
   type Transcript,
 } from './transcript.js';
 export { fixturesDir, loadScenario, loadScenarios } from './load.js';
+export {
+  defaultWorkloadRates,
+  fallbackFigures,
+  generateWorkload,
+  type FallbackFigures,
+  type ResumeObservation,
+  type WorkloadOptions,
+} from './workload.js';

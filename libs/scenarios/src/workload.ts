@@ -1,0 +1,76 @@
+import {
+  defaultGeneratorRates,
+  generateSession,
+  type GeneratorRates,
+  type ResumePlan,
+  type TurnEvent,
+} from '@tidemark/core';
+
+// The workload behind the fallback report: many generated sessions with configurable rates of the
+// events that make summaries lossy (rejections, failures, artifacts, calls running across a boundary).
+
+export interface WorkloadOptions {
+  readonly tenantId: string;
+  /** How many sessions (default 50). */
+  readonly sessions?: number;
+  /** Turns per session (default 200). */
+  readonly turns?: number;
+  /** The first session's seed; session i uses seed + i (default 1). */
+  readonly seed?: number;
+  readonly rates?: Partial<GeneratorRates>;
+}
+
+export const defaultWorkloadRates: GeneratorRates = { ...defaultGeneratorRates, longCalls: 0.1 };
+
+/** Deterministic: the same options give the same sessions, turn for turn. */
+export function generateWorkload(options: WorkloadOptions): TurnEvent[][] {
+  const count = options.sessions ?? 50;
+  const seed = options.seed ?? 1;
+  const rates = { ...defaultWorkloadRates, ...options.rates };
+  return Array.from({ length: count }, (_, index) =>
+    generateSession(seed + index, {
+      tenantId: options.tenantId,
+      sessionId: `workload-${String(index + 1).padStart(4, '0')}`,
+      turns: options.turns ?? 200,
+      rates,
+    }),
+  );
+}
+
+/** One session's outcome in the report: how it would resume, twice over. */
+export interface ResumeObservation {
+  readonly sessionId: string;
+  readonly plan: ResumePlan;
+  /** The contextHash of each of several independent resumes of the same plan. */
+  readonly contextHashes: readonly string[];
+  readonly invalidAtFirstCheck: number;
+  readonly markers: number;
+}
+
+export interface FallbackFigures {
+  readonly sessions: number;
+  readonly digestResumes: number;
+  readonly rawResumes: number;
+  /** rawResumes / sessions. */
+  readonly fallbackRate: number;
+  /** Sessions whose repeated resumes did not all give one contextHash. Must be zero. */
+  readonly divergentSessions: number;
+  readonly markers: number;
+  /** Markers whose first decision (before any repair) was invalid, over all markers. */
+  readonly invalidAtFirstCheckRate: number;
+}
+
+export function fallbackFigures(observations: readonly ResumeObservation[]): FallbackFigures {
+  const raw = observations.filter((o) => o.plan.mode === 'raw').length;
+  const markers = observations.reduce((sum, o) => sum + o.markers, 0);
+  const invalid = observations.reduce((sum, o) => sum + o.invalidAtFirstCheck, 0);
+  return {
+    sessions: observations.length,
+    digestResumes: observations.length - raw,
+    rawResumes: raw,
+    fallbackRate: observations.length === 0 ? 0 : raw / observations.length,
+    divergentSessions: observations.filter((o) => new Set(o.contextHashes).size > 1).length,
+    markers,
+    invalidAtFirstCheckRate: markers === 0 ? 0 : invalid / markers,
+  };
+}
