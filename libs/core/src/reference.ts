@@ -136,7 +136,9 @@ export function runReference(turns: readonly TurnEvent[], options: ReferenceOpti
       const step = planNext(policy, { lastSeq: fold.appliedSeq, turns: pending, nodes: compactions });
       if (step.kind === 'idle') break;
       const children = step.kind === 'digest' ? step.children : [];
-      validate(compact(step, step.tier, children, summarize, policy.summarizer, null));
+      // Only the seqs: the step's other fields (kind, tier, children) are not part of a span.
+      const span = { fromSeq: step.fromSeq, toSeq: step.toSeq };
+      validate(compact(span, step.tier, children, summarize, policy.summarizer, null));
       if (step.kind === 'summary') pending = pending.filter((t) => t.seq > step.toSeq);
     }
   }

@@ -58,6 +58,10 @@ describe('the reference pipeline', () => {
     );
     expect(new Set(conditions)).toEqual(new Set(['depth']));
     expect(run.compactions.every((c) => c.attempt === 0)).toBe(true);
+    // What the oracle holds is what the wire can carry: a span has its five fields, nothing else.
+    expect(new Set(run.compactions.map((c) => Object.keys(c.span).sort().join()))).toEqual(
+      new Set(['fromOffset,fromSeq,l0Partition,toOffset,toSeq']),
+    );
   });
 
   it('under the narrative summarizer is caught, and every repair passes all but depth', () => {

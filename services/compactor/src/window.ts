@@ -1,0 +1,261 @@
+import {
+  buildCompaction,
+  planNext,
+  priorNodeOf,
+  summarizeStrict,
+  summaryQuery,
+  validateTurn,
+  type BoundaryQuery,
+  type Compaction,
+  type CompactionSpan,
+  type MarkerInvalid,
+  type Policy,
+  type StateAtBoundary,
+  type Summarizer,
+  type Summary,
+  type SummaryInput,
+  type TurnEvent,
+} from '@tidemark/core';
+
+// A session's compaction window and the one function that advances it. Everything here is a function
+// of L0 and the policy: the window holds the uncompacted turns (their seq, size and L0 position; the
+// text lives in the store), the first-attempt nodes not yet digested, and the newest first attempt of
+// each tier (the next node's prior frame). No validator decision enters it, so a compactor that
+// recomputes a window after a crash, or a replay, publishes the same bytes under the same ids.
+
+/** An accepted, uncompacted turn: what planning needs, and where the turn lives in turns.l0. */
+export interface WindowTurn {
+  readonly seq: number;
+  readonly tokenCount: number;
+  readonly partition: number;
+  readonly offset: number;
+}
+
+export interface SessionWindow {
+  readonly tenantId: string;
+  readonly sessionId: string;
+  /** The newest accepted seq: the fold's appliedSeq, by the same rules. */
+  readonly lastSeq: number;
+  readonly turns: readonly WindowTurn[];
+  /** First attempts not yet digested (what planNext needs). */
+  readonly nodes: readonly Compaction[];
+  /** The newest first attempt of each tier, digested or not (what priorNodeOf needs). */
+  readonly priors: readonly Compaction[];
+}
+
+export function emptyWindow(tenantId: string, sessionId: string): SessionWindow {
+  return { tenantId, sessionId, lastSeq: 0, turns: [], nodes: [], priors: [] };
+}
+
+/**
+ * Whether a turn enters the window, by the fold's rules: the next seq, valid, is accepted; a seq
+ * already accepted is a redelivery or a conflict (both leave the session as it is); a later seq is a
+ * gap, refused (the materializer dead-letters it; here it is only left out).
+ */
+export type Admission = 'accepted' | 'duplicate' | 'gap' | 'invalid';
+
+export function admit(
+  window: SessionWindow,
+  turn: TurnEvent,
+  position: { readonly partition: number; readonly offset: number },
+): { readonly window: SessionWindow; readonly admission: Admission } {
+  if (!validateTurn(turn).ok) return { window, admission: 'invalid' };
+  if (turn.seq <= window.lastSeq) return { window, admission: 'duplicate' };
+  if (turn.seq > window.lastSeq + 1) return { window, admission: 'gap' };
+  return {
+    window: {
+      ...window,
+      lastSeq: turn.seq,
+      turns: [...window.turns, { seq: turn.seq, tokenCount: turn.tokenCount, ...position }],
+    },
+    admission: 'accepted',
+  };
+}
+
+/** A node as produced, with the strict summary a repair of it would publish (null: its own is strict). */
+export interface Compacted {
+  readonly node: Compaction;
+  readonly strict: Summary | null;
+}
+
+/** The state for a summary, or why it cannot be had now (the window then waits for a later batch). */
+export type StateAnswer =
+  | { readonly ok: true; readonly state: StateAtBoundary }
+  | { readonly ok: false; readonly reason: 'timeout' | 'broken' | 'rebuilding' };
+
+export interface CompactionContext {
+  readonly policy: Policy;
+  readonly generation: number;
+  readonly compactorVersion: string;
+  /** The policy's summarizer. */
+  readonly summarizer: Summarizer;
+  stateAt(query: BoundaryQuery): Promise<StateAnswer>;
+  /** The turns of a session with these seqs, in seq order (the window holds positions, not text). */
+  turns(tenantId: string, sessionId: string, seqs: readonly number[]): Promise<readonly TurnEvent[]>;
+  /** Called around each summarizer run, for latency metrics. */
+  observe?(tier: number, seconds: number): void;
+}
+
+export type Advance =
+  | { readonly ok: true; readonly window: SessionWindow; readonly produced: readonly Compacted[] }
+  | {
+      readonly ok: false;
+      readonly reason: 'timeout' | 'broken' | 'rebuilding';
+      /** What was done before the state went missing: still valid, and published. */
+      readonly window: SessionWindow;
+      readonly produced: readonly Compacted[];
+    };
+
+/** Compacts whatever the policy says is due, step by step, until planNext is idle. */
+export async function advance(start: SessionWindow, context: CompactionContext): Promise<Advance> {
+  const { policy } = context;
+  const { tenantId, sessionId } = start;
+  let window = start;
+  const produced: Compacted[] = [];
+  for (;;) {
+    const step = planNext(policy, { lastSeq: window.lastSeq, turns: window.turns, nodes: window.nodes });
+    if (step.kind === 'idle') return { ok: true, window, produced };
+    const { tier, fromSeq, toSeq } = step;
+    const priorFrame = priorNodeOf(window.priors, tier, fromSeq);
+    const answer = await context.stateAt(summaryQuery({ tenantId, sessionId, fromSeq, toSeq, priorFrame }));
+    if (!answer.ok) return { ok: false, reason: answer.reason, window, produced };
+
+    let input: SummaryInput;
+    let span: CompactionSpan;
+    let children: string[];
+    switch (step.kind) {
+      case 'summary': {
+        const covered = window.turns.filter((t) => t.seq >= fromSeq && t.seq <= toSeq);
+        const turns = await context.turns(tenantId, sessionId, range(fromSeq, toSeq));
+        input = { span: { kind: 'turns', turns }, state: answer.state, priorFrame, budget: budget(policy) };
+        span = {
+          fromSeq,
+          toSeq,
+          l0Partition: covered[0]!.partition,
+          fromOffset: covered[0]!.offset,
+          toOffset: covered.at(-1)!.offset,
+        };
+        children = [];
+        break;
+      }
+      case 'digest': {
+        const nodes = step.children.map((id) => window.nodes.find((n) => n.compactionId === id)!);
+        input = { span: { kind: 'nodes', nodes }, state: answer.state, priorFrame, budget: budget(policy) };
+        span = {
+          fromSeq,
+          toSeq,
+          l0Partition: nodes[0]!.span.l0Partition,
+          fromOffset: nodes[0]!.span.fromOffset,
+          toOffset: nodes.at(-1)!.span.toOffset,
+        };
+        children = [...step.children];
+        break;
+      }
+      default: {
+        const never: never = step;
+        return never;
+      }
+    }
+
+    const began = performance.now();
+    const summary = await context.summarizer.summarize(input);
+    context.observe?.(tier, (performance.now() - began) / 1000);
+    const node = buildCompaction({
+      tenantId,
+      sessionId,
+      tier,
+      generation: context.generation,
+      policy,
+      span,
+      children,
+      summary,
+      summarizer: context.summarizer.name,
+      compactorVersion: context.compactorVersion,
+      repairOf: null,
+      attempt: 0,
+    });
+    // The strict summary is computed now, while the span's turns are at hand: a repair, later, needs
+    // only it (the state it is built from is the log's as of toSeq, which never changes).
+    produced.push({ node, strict: context.summarizer.name === 'strict' ? null : summarizeStrict(input) });
+    const digested = new Set(children);
+    window = {
+      ...window,
+      turns: step.kind === 'summary' ? window.turns.filter((t) => t.seq > toSeq) : window.turns,
+      nodes: [...window.nodes.filter((n) => !digested.has(n.compactionId)), node],
+      priors: [...window.priors.filter((n) => n.tier !== tier), node],
+    };
+  }
+}
+
+export interface Ingested {
+  readonly window: SessionWindow;
+  readonly produced: readonly Compacted[];
+  readonly admissions: Readonly<Record<Admission, number>>;
+  /** Why compaction stopped early, or null; the turns after the stop were not admitted. */
+  readonly stopped: 'timeout' | 'broken' | 'rebuilding' | null;
+}
+
+/**
+ * Admits a batch of a session's turns one at a time, planning after each, as the reference does: a
+ * token-triggered L1 is cut at the first turn that crosses the budget, whatever the batch size.
+ */
+export async function ingest(
+  start: SessionWindow,
+  entries: readonly { readonly turn: TurnEvent; readonly partition: number; readonly offset: number }[],
+  context: CompactionContext,
+): Promise<Ingested> {
+  let window = start;
+  const produced: Compacted[] = [];
+  const admissions: Record<Admission, number> = { accepted: 0, duplicate: 0, gap: 0, invalid: 0 };
+  for (const { turn, partition, offset } of entries) {
+    const admitted = admit(window, turn, { partition, offset });
+    admissions[admitted.admission] += 1;
+    if (admitted.admission !== 'accepted') continue;
+    const result = await advance(admitted.window, context);
+    window = result.window;
+    produced.push(...result.produced);
+    if (!result.ok) return { window, produced, admissions, stopped: result.reason };
+  }
+  return { window, produced, admissions, stopped: null };
+}
+
+/** Whether the validator's MarkerInvalid asks for a repair: the reference's rule, the same everywhere. */
+export function repairable(decision: MarkerInvalid): boolean {
+  return (
+    decision.cause === 'check' &&
+    decision.violations.some((v) => v.condition !== 'depth' && v.condition !== 'unverifiable')
+  );
+}
+
+/** The strict repair of a node: same span, children and prior, attempt + 1. */
+export function repairOf(seed: Compacted): Compacted {
+  const { node } = seed;
+  const summary: Summary = seed.strict ?? {
+    narrative: node.narrative,
+    claims: node.claims,
+    tokenCount: node.tokenCount,
+  };
+  const repair = buildCompaction({
+    tenantId: node.tenantId,
+    sessionId: node.sessionId,
+    tier: node.tier,
+    generation: node.generation,
+    policy: JSON.parse(node.policy) as Policy,
+    span: node.span,
+    children: node.children,
+    summary,
+    summarizer: 'strict',
+    compactorVersion: node.compactorVersion,
+    repairOf: node.compactionId,
+    attempt: node.attempt + 1,
+  });
+  return { node: repair, strict: null };
+}
+
+function budget(policy: Policy): number {
+  return policy.narrativeTokenBudget;
+}
+
+function range(from: number, to: number): number[] {
+  return Array.from({ length: to - from + 1 }, (_, index) => from + index);
+}
