@@ -1,0 +1,72 @@
+--[[
+  projection-state-at: reads what a BoundaryQuery needs from one session's projection, in one step
+  (a consistent snapshot), at a cost of O(items in the span + items ended after the boundary +
+  looked-up ids), never O(history). The caller assembles the StateAtBoundary (as-of filtering,
+  latest per key, sorting); this script only fetches.
+
+  KEYS[1]  meta     KEYS[2] items   KEYS[3] ends    KEYS[4] open    KEYS[5] ended
+  KEYS[6]  closed   KEYS[7] disp    KEYS[8] dispkey KEYS[9] art     KEYS[10] artkey
+  (the layout of projection-apply-turn)
+
+  ARGV[1]  fromSeq
+  ARGV[2]  toSeq
+  ARGV[3]  n, the number of item ids to look up, then the n ids
+  then     m, the number of disposition keys, then m pairs: max, min (ZREVRANGEBYLEX bounds)
+  then     p, the number of artifact paths, then p pairs: max, min
+
+  Returns  { applied,
+             openIds, openItems, openEnds,         -- open now and opened by toSeq, then ended after toSeq
+             closedIds, closedItems, closedEnds,   -- closed inside fromSeq..toSeq
+             dispMembers, artMembers,              -- span index members inside fromSeq..toSeq, in order
+             lookupItems, lookupEnds,              -- per looked-up id (nil when absent)
+             lookupDisp, lookupArt }               -- per key / path, the latest member at or before toSeq
+]]
+local fromSeq, toSeq = ARGV[1], ARGV[2]
+
+local function mget(key, ids)
+  if #ids == 0 then
+    return {}
+  end
+  return redis.call('HMGET', key, unpack(ids))
+end
+
+local openIds = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', toSeq)
+local endedAfter = redis.call('ZRANGEBYSCORE', KEYS[5], '(' .. toSeq, '+inf')
+for _, id in ipairs(endedAfter) do
+  openIds[#openIds + 1] = id
+end
+local closedIds = redis.call('ZRANGEBYSCORE', KEYS[6], fromSeq, toSeq)
+
+local cursor = 3
+local function take(n)
+  local list = {}
+  for i = 1, n do
+    list[i] = ARGV[cursor + i]
+  end
+  cursor = cursor + n + 1
+  return list
+end
+local lookupIds = take(tonumber(ARGV[cursor]))
+
+local function latest(key, n)
+  local found = {}
+  for i = 1, n do
+    local max, min = ARGV[cursor + 2 * i - 1], ARGV[cursor + 2 * i]
+    local hit = redis.call('ZREVRANGEBYLEX', key, max, min, 'LIMIT', 0, 1)
+    found[i] = hit[1] or false
+  end
+  cursor = cursor + 2 * n + 1
+  return found
+end
+local lookupDisp = latest(KEYS[8], tonumber(ARGV[cursor]))
+local lookupArt = latest(KEYS[10], tonumber(ARGV[cursor]))
+
+return {
+  tonumber(redis.call('HGET', KEYS[1], 'applied') or '0'),
+  openIds, mget(KEYS[2], openIds), mget(KEYS[3], openIds),
+  closedIds, mget(KEYS[2], closedIds), mget(KEYS[3], closedIds),
+  redis.call('ZRANGEBYSCORE', KEYS[7], fromSeq, toSeq),
+  redis.call('ZRANGEBYSCORE', KEYS[9], fromSeq, toSeq),
+  mget(KEYS[2], lookupIds), mget(KEYS[3], lookupIds),
+  lookupDisp, lookupArt,
+}

@@ -1,0 +1,341 @@
+import {
+  foldTurns,
+  generateSession,
+  seededRandom,
+  SessionFold,
+  type BoundaryQuery,
+  type StateChange,
+  type TurnEvent,
+} from '@tidemark/core';
+import { redisClient } from '@tidemark/test-infra';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { Projection, type PositionedTurn } from '../src/index.js';
+
+// The projection against the oracle: core's SessionFold over the same turns. Every outcome of every
+// apply, and stateAt at many boundaries, spans and claimed lookups, must deep-equal the fold's.
+
+function projection(): {
+  projection: Projection;
+  redis: ReturnType<typeof redisClient>['redis'];
+  prefix: string;
+} {
+  const { redis, prefix } = redisClient();
+  return { projection: new Projection(redis, { prefix }), redis, prefix };
+}
+
+const positioned = (turns: readonly TurnEvent[], partition = 0): PositionedTurn[] =>
+  turns.map((turn, index) => ({ turn, partition, offset: index }));
+
+/** Splits a list into batches of random sizes (1..max). */
+function batches<T>(items: readonly T[], random: () => number, max: number): T[][] {
+  const out: T[][] = [];
+  for (let at = 0; at < items.length;) {
+    const size = 1 + Math.floor(random() * max);
+    out.push(items.slice(at, at + size));
+    at += size;
+  }
+  return out;
+}
+
+/** Everything a session names: item ids, disposition keys and paths, plus some it never names. */
+function vocabulary(turns: readonly TurnEvent[]): { ids: string[]; keys: string[]; paths: string[] } {
+  const ids = new Set<string>(['never-opened']);
+  const keys = new Set<string>(['approach:never-tried']);
+  const paths = new Set<string>(['src/never-written.ts']);
+  for (const turn of turns) {
+    for (const change of turn.changes) {
+      if (change.type === 'item_opened' || change.type === 'item_closed') ids.add(change.itemId);
+      if (change.type === 'item_disposed') keys.add(change.itemKey);
+      if (change.type === 'artifact_recorded') paths.add(change.path);
+    }
+  }
+  return { ids: [...ids], keys: [...keys], paths: [...paths] };
+}
+
+function randomQueries(
+  fold: SessionFold,
+  turns: readonly TurnEvent[],
+  random: () => number,
+  count: number,
+): BoundaryQuery[] {
+  const words = vocabulary(turns);
+  const last = Math.max(
+    1,
+    turns.reduce((max, turn) => Math.max(max, turn.seq), 1),
+  );
+  const some = (list: readonly string[]): string[] => list.filter(() => random() < 0.3);
+  const queries: BoundaryQuery[] = [];
+  for (let i = 0; i < count; i++) {
+    const toSeq = 1 + Math.floor(random() * (last + 2));
+    const fromSeq = i % 4 === 0 ? 1 : 1 + Math.floor(random() * toSeq);
+    queries.push({
+      tenantId: fold.tenantId,
+      sessionId: fold.sessionId,
+      fromSeq,
+      toSeq,
+      itemIds: some(words.ids),
+      itemKeys: some(words.keys),
+      paths: some(words.paths),
+    });
+  }
+  return queries;
+}
+
+async function expectSameState(
+  store: Projection,
+  fold: SessionFold,
+  turns: readonly TurnEvent[],
+  random: () => number,
+  count: number,
+): Promise<void> {
+  for (const query of randomQueries(fold, turns, random, count)) {
+    expect(await store.stateAt(query), `${query.fromSeq}..${query.toSeq}`).toEqual(fold.stateAt(query));
+  }
+}
+
+/**
+ * A hostile delivery of a session: redeliveries, conflicting and regressing copies, a gap now and then,
+ * and bad changes (closing unknown items, closing twice, opening twice, empty ids, unknown symbols).
+ */
+function hostile(turns: readonly TurnEvent[], random: () => number, gaps: boolean): TurnEvent[] {
+  const out: TurnEvent[] = [];
+  const seen: TurnEvent[] = [];
+  for (const turn of turns) {
+    if (gaps && random() < 0.01) continue;
+    let changes: StateChange[] = [...turn.changes];
+    const roll = random();
+    if (roll < 0.05)
+      changes.push({ type: 'item_closed', itemId: `ghost-${turn.seq}`, outcome: 'ok', detail: null });
+    else if (roll < 0.08 && seen.length > 0) {
+      const opened = seen.flatMap((t) => t.changes).find((c) => c.type === 'item_opened');
+      if (opened !== undefined) changes.push(opened, { ...opened, type: 'item_opened' });
+    } else if (roll < 0.1) {
+      changes = [
+        {
+          type: 'item_opened',
+          itemId: '',
+          kind: 'tool_call',
+          name: 'x',
+          detail: null,
+          handle: null,
+          logPath: null,
+        },
+        ...changes,
+      ];
+    } else if (roll < 0.12) {
+      changes.push({
+        type: 'item_disposed',
+        itemKey: `k-${turn.seq}`,
+        disposition: 'superseded',
+        reason: 'r',
+        supersededBy: null,
+      });
+    } else if (roll < 0.14) {
+      const closes = changes.filter((c) => c.type === 'item_closed');
+      changes.push(...closes);
+    } else if (roll < 0.18 && seen.length > 0) {
+      // Dispose an item that may be open, closed or already disposed: only an open one ends here.
+      const ids = seen.flatMap((t) => t.changes).flatMap((c) => (c.type === 'item_opened' ? [c.itemId] : []));
+      const itemKey = ids[Math.floor(random() * ids.length)];
+      if (itemKey !== undefined) {
+        changes.push({
+          type: 'item_disposed',
+          itemKey,
+          disposition: 'failed',
+          reason: 'gave up',
+          supersededBy: null,
+        });
+      }
+    } else if (roll < 0.19) {
+      changes.push({ type: 'artifact_recorded', path: 'a.ts', action: 'exploded' as never, digest: null });
+    }
+    const next = { ...turn, changes };
+    out.push(next);
+    seen.push(next);
+    const again = random();
+    if (again < 0.05) out.push(next);
+    else if (again < 0.08) out.push({ ...next, turnId: `${next.turnId}-other` });
+    else if (again < 0.1 && seen.length > 2) {
+      const earlier = seen[Math.floor(random() * (seen.length - 1))]!;
+      out.push(random() < 0.5 ? earlier : { ...earlier, turnId: `${earlier.turnId}-rewritten` });
+    }
+  }
+  return out;
+}
+
+// Property runs (and fast-check's shrinking re-runs) share a store: each run gets a session of its own.
+let runs = 0;
+
+describe('Projection', () => {
+  it('answers stateAt as the core fold does, batch by batch, for generated sessions', async () => {
+    const { projection: store } = projection();
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 1_000_000 }),
+        fc.double({ min: 0.2, max: 1, noNaN: true }),
+        async (seed, activity) => {
+          const random = seededRandom(seed ^ 0x5eed);
+          const turns = generateSession(seed, { turns: 120, activity, sessionId: `s-${++runs}` });
+          const fold = new SessionFold(turns[0]!.tenantId, turns[0]!.sessionId);
+          const applied: TurnEvent[] = [];
+          for (const batch of batches(positioned(turns), random, 40)) {
+            const outcomes = await store.applyBatch(batch);
+            expect(outcomes.map((o) => o.result)).toEqual(batch.map((p) => fold.apply(p.turn)));
+            applied.push(...batch.map((p) => p.turn));
+            await expectSameState(store, fold, applied, random, 8);
+          }
+          await expectSameState(store, fold, turns, random, 40);
+        },
+      ),
+      { numRuns: 12 },
+    );
+  });
+
+  it('matches the fold on hostile input: redeliveries, conflicts, regressions, gaps and bad changes', async () => {
+    const { projection: store } = projection();
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 1_000_000 }), fc.boolean(), async (seed, gaps) => {
+        const random = seededRandom(seed);
+        const clean = generateSession(seed, { turns: 100, sessionId: `h-${++runs}`, activity: 0.8 });
+        const turns = hostile(clean, random, gaps);
+        const { fold, results } = foldTurns(clean[0]!.tenantId, clean[0]!.sessionId, turns);
+        const outcomes = [];
+        for (const batch of batches(positioned(turns), random, 25))
+          outcomes.push(...(await store.applyBatch(batch)));
+        expect(outcomes.map((o) => o.result)).toEqual(results);
+        await expectSameState(store, fold, turns, random, 30);
+
+        // The broken mark: the earliest turn refused or with a skipped change, with its reason.
+        const first = results
+          .map((result) =>
+            result.ok
+              ? result.rejected.length > 0
+                ? { seq: result.seq, reason: result.rejected[0]!.reason }
+                : null
+              : { seq: result.seq, reason: result.reason },
+          )
+          .filter((mark) => mark !== null)
+          .reduce<{ seq: number; reason: string } | null>(
+            (min, mark) => (min === null || mark.seq < min.seq ? mark : min),
+            null,
+          );
+        const watermark = await store.watermark(fold.tenantId, fold.sessionId);
+        expect(watermark.appliedSeq).toBe(fold.appliedSeq);
+        expect(watermark.broken).toEqual(first);
+      }),
+      { numRuns: 10 },
+    );
+  });
+
+  it('keeps sessions apart when one batch interleaves several', async () => {
+    const { projection: store } = projection();
+    const sessions = [1, 2, 3].map((seed) =>
+      generateSession(seed, { turns: 60, sessionId: `mix-${seed}`, tenantId: `t${seed % 2}` }),
+    );
+    const interleaved: PositionedTurn[] = [];
+    for (let i = 0; i < 60; i++) {
+      sessions.forEach((turns, partition) => interleaved.push({ turn: turns[i]!, partition, offset: i }));
+    }
+    await store.applyBatch(interleaved);
+    const random = seededRandom(7);
+    for (const turns of sessions) {
+      const { fold } = foldTurns(turns[0]!.tenantId, turns[0]!.sessionId, turns);
+      await expectSameState(store, fold, turns, random, 20);
+    }
+  });
+
+  it('treats a redelivered batch as a no-op', async () => {
+    const { projection: store, redis, prefix } = projection();
+    const turns = positioned(generateSession(11, { turns: 80 }));
+    await store.applyBatch(turns);
+    const before = await dump(redis, prefix);
+    const again = await store.applyBatch(turns.slice(20, 60));
+    expect(again.every((o) => o.result.ok && o.result.duplicate)).toBe(true);
+    expect(await dump(redis, prefix)).toEqual(before);
+  });
+
+  it('records where each turn lives in turns.l0, and the watermark', async () => {
+    const { projection: store } = projection();
+    const turns = generateSession(3, { turns: 5, sessionId: 'pos' });
+    await store.applyBatch(turns.map((turn, i) => ({ turn, partition: 2, offset: 100 + i })));
+    expect(await store.l0Position('tenant-a', 'pos', 3)).toEqual({ partition: 2, offset: 102 });
+    expect(await store.l0Position('tenant-a', 'pos', 6)).toBeNull();
+    expect(await store.watermark('tenant-a', 'pos')).toEqual({
+      appliedSeq: 5,
+      broken: null,
+      offsets: { partition: 2, offset: 104 },
+    });
+    expect(await store.watermark('tenant-a', 'none')).toEqual({ appliedSeq: 0, broken: null, offsets: null });
+  });
+
+  it('answers waits: ok once applied, timeout at the bound, broken past a break, rebuilding when lost', async () => {
+    const { projection: store } = projection();
+    const turns = generateSession(5, { turns: 10, sessionId: 'w' });
+    await store.applyBatch(positioned(turns.slice(0, 6)));
+    expect(await store.waitForWatermark('tenant-a', 'w', 6, 50)).toEqual({ ok: true });
+    expect(await store.waitForWatermark('tenant-a', 'w', 7, 30)).toEqual({ ok: false, reason: 'timeout' });
+
+    const waiting = store.waitForWatermark('tenant-a', 'w', 8, 2_000);
+    await store.applyBatch(positioned(turns.slice(6, 8)));
+    expect(await waiting).toEqual({ ok: true });
+
+    // A gap at 10: waits past the watermark answer broken at once; boundaries before the break stay ok.
+    await store.applyBatch(positioned([turns[9]!]));
+    const started = Date.now();
+    expect(await store.waitForWatermark('tenant-a', 'w', 9, 5_000)).toEqual({ ok: false, reason: 'broken' });
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(await store.waitForWatermark('tenant-a', 'w', 8, 50)).toEqual({ ok: true });
+    expect((await store.watermark('tenant-a', 'w')).broken).toEqual({ seq: 10, reason: 'seq_gap' });
+
+    await store.invalidate('test');
+    expect(await store.waitForWatermark('tenant-a', 'w', 8, 30)).toEqual({ ok: false, reason: 'rebuilding' });
+  });
+
+  it('refuses to trust a batch applied across a lost projection, and rebuilds under a new epoch', async () => {
+    const { projection: store, redis, prefix } = projection();
+    const turns = positioned(generateSession(9, { turns: 30, sessionId: 'e' }));
+    await store.applyBatch(turns.slice(0, 10));
+    const epoch = (await store.epoch())!;
+    expect(epoch).not.toBeNull();
+    expect(await store.applyBatchInEpoch(epoch, turns.slice(10, 20))).toMatchObject({ ok: true });
+
+    // Lost: every key of the test's prefix gone, as after FLUSHALL.
+    const keys = await redis.keys(`${prefix}*`);
+    await redis.del(...keys);
+    expect(await store.epoch()).toBeNull();
+    expect(await store.applyBatchInEpoch(epoch, turns.slice(20))).toEqual({
+      ok: false,
+      reason: 'epoch_changed',
+      epoch: null,
+    });
+
+    const next = await store.beginRebuild('lost');
+    expect(await store.rebuilding()).toMatchObject({ epoch: next, reason: 'lost' });
+    expect(await store.watermark('tenant-a', 'e')).toMatchObject({ appliedSeq: 0 });
+    expect(await store.waitForWatermark('tenant-a', 'e', 5, 20)).toEqual({ ok: false, reason: 'rebuilding' });
+    expect(await store.applyBatchInEpoch(next, turns)).toMatchObject({ ok: true });
+    expect(await store.waitForWatermark('tenant-a', 'e', 30, 20)).toEqual({ ok: true });
+    expect(await store.finishRebuild(next)).toBe(true);
+    expect(await store.rebuilding()).toBeNull();
+    expect(await store.finishRebuild('another')).toBe(false);
+  });
+});
+
+async function dump(
+  redis: ReturnType<typeof redisClient>['redis'],
+  prefix: string,
+): Promise<Record<string, unknown>> {
+  const keys = (await redis.keys(`${prefix}*`)).sort();
+  const out: Record<string, unknown> = {};
+  for (const key of keys) {
+    const type = await redis.type(key);
+    out[key] =
+      type === 'hash'
+        ? await redis.hgetall(key)
+        : type === 'zset'
+          ? await redis.zrange(key, 0, -1, 'WITHSCORES')
+          : await redis.get(key);
+  }
+  return out;
+}
