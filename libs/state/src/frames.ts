@@ -247,7 +247,8 @@ export class FrameStore {
 
   /** Removes every session of the store (before a rebuild): nothing of an old epoch survives it. */
   async clear(): Promise<void> {
-    for (const pattern of [`${this.#prefix}frame:{*`, `${this.#prefix}decided:{*`]) {
+    const prefix = this.#prefix.replace(/[*?[\]\\]/g, '\\$&');
+    for (const pattern of [`${prefix}frame:\\{*`, `${prefix}decided:\\{*`]) {
       let cursor = '0';
       do {
         const [next, keys] = await this.#redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);

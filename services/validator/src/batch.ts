@@ -1,0 +1,266 @@
+import {
+  boundaryQuery,
+  type BoundaryQuery,
+  type CheckOptions,
+  type Compaction,
+  type MarkerDecision,
+  type StateAtBoundary,
+} from '@tidemark/core';
+import {
+  sessionKeyOf,
+  type FrameStore,
+  type FrameWrite,
+  type LoadedSession,
+  type SessionRef,
+} from '@tidemark/state';
+import type { Logger } from '@tidemark/service';
+import { decideCompaction, missingState, type FrameState } from './decide.js';
+import type { ValidatorMetrics, WaitResult } from './metrics.js';
+
+// One fetched batch of compactions (one partition, offset order) becomes its decisions:
+//   1. load the frames of the batch's sessions and what the store knows of its compactions (1 round trip)
+//   2. wait, bounded, until each session's watermark covers the furthest boundary the batch needs
+//   3. read the state at every boundary still to decide (concurrently: pipelined by the client)
+//   4. decide in order, session by session (pure core)
+//   5. record the decisions and new frames, write-ahead (1 round trip)
+//   6. publish them, in order, in one send; 7. confirm them published (1 round trip)
+// and then the consumer commits the batch's offsets. A crash before 5 decides again from the same
+// frames; after 5, a redelivery re-publishes the recorded bytes (consumers dedupe by markerId); after
+// 7 it publishes nothing. So a compaction delivered twice yields one decision, and none is ever
+// published with other content.
+
+/** What the validator reads of the L0 projection (the materializer's `Projection` is one). */
+export interface ProjectionReader {
+  waitForWatermark(
+    tenantId: string,
+    sessionId: string,
+    seq: number,
+    timeoutMs: number,
+  ): Promise<{ ok: true } | { ok: false; reason: 'timeout' | 'broken' | 'rebuilding' }>;
+  watermark(tenantId: string, sessionId: string): Promise<{ appliedSeq: number }>;
+  stateAt(query: BoundaryQuery): Promise<StateAtBoundary>;
+}
+
+export interface BatchDeps {
+  readonly frames: FrameStore;
+  readonly projection: ProjectionReader;
+  /** Publishes decisions in order, durably (resolves once acknowledged). */
+  readonly publish: (decisions: readonly MarkerDecision[]) => Promise<void>;
+  /** Rebuilds the frame store from the markers topic (the store has no epoch). */
+  readonly rebuild: () => Promise<void>;
+  readonly metrics: ValidatorMetrics;
+  readonly logger: Logger;
+  readonly watermarkTimeoutMs: number;
+  readonly check?: CheckOptions;
+}
+
+export interface BatchInput {
+  readonly node: Compaction;
+  /** The compaction record's append time (Kafka timestamp, ms), for the latency metric; null if unknown. */
+  readonly appendedAt: number | null;
+}
+
+export type BatchOutcome = {
+  readonly published: number;
+  readonly decided: number;
+  readonly redelivered: number;
+};
+
+export class RetriableBatchError extends Error {
+  override readonly name = 'RetriableBatchError';
+}
+
+interface SessionWork extends SessionRef {
+  readonly inputs: BatchInput[];
+}
+
+export async function decideBatch(
+  deps: BatchDeps,
+  inputs: readonly BatchInput[],
+  heartbeat: () => Promise<void> = async () => {},
+): Promise<BatchOutcome> {
+  const started = performance.now();
+  const sessions = groupBySession(inputs);
+  const loads = [...sessions.values()].map((s) => ({
+    tenantId: s.tenantId,
+    sessionId: s.sessionId,
+    compactionIds: [...new Set(s.inputs.map((i) => i.node.compactionId))],
+  }));
+
+  let loaded = await deps.frames.load(loads);
+  if (!loaded.ok) {
+    await deps.rebuild();
+    loaded = await deps.frames.load(loads);
+    if (!loaded.ok) throw new RetriableBatchError('the frame store has no epoch after a rebuild');
+  }
+  const { epoch } = loaded;
+
+  // What is new, what was already recorded (re-send those exact bytes), what was already published.
+  const toDecide = new Map<string, BatchInput[]>();
+  const resend = new Map<string, readonly MarkerDecision[]>(); // compactionId -> recorded decisions
+  let redelivered = 0;
+  for (const [key, work] of sessions) {
+    const session = loaded.sessions.get(key)!;
+    const fresh: BatchInput[] = [];
+    const seen = new Set<string>();
+    for (const input of work.inputs) {
+      const id = input.node.compactionId;
+      const record = session.decided.get(id);
+      if (seen.has(id) || record !== undefined) {
+        redelivered++;
+        deps.metrics.redelivered(record?.status === 'pending' ? 'pending' : 'published');
+        if (record?.status === 'pending') resend.set(id, record.decisions);
+        continue;
+      }
+      seen.add(id);
+      fresh.push(input);
+    }
+    if (fresh.length > 0) toDecide.set(key, fresh);
+  }
+
+  const decided = await decideSessions(deps, sessions, loaded.sessions, toDecide);
+  await heartbeat(); // the wait may have been long
+
+  // Publish in record order: within a session, the order decisions were made in.
+  const output: MarkerDecision[] = [];
+  const sentFor = new Set<string>();
+  for (const input of inputs) {
+    const id = input.node.compactionId;
+    if (sentFor.has(id)) continue;
+    const decisions = decided.byCompaction.get(id) ?? resend.get(id);
+    if (decisions === undefined) continue;
+    sentFor.add(id);
+    output.push(...decisions);
+  }
+
+  if (decided.writes.length > 0) {
+    const recorded = await deps.frames.record(epoch, decided.writes);
+    if (!recorded.ok) {
+      // Another validator moved these sessions (a rebalance) or Redis lost the store: nothing was
+      // published; the redelivery decides from what the store says then.
+      deps.logger.warn({ reason: recorded.reason, sessions: recorded.sessions }, 'frame write refused');
+      throw new RetriableBatchError(`frame store refused the batch's writes: ${recorded.reason}`);
+    }
+  }
+
+  if (output.length > 0) {
+    await deps.publish(output);
+    const appendedAt = Date.now();
+    for (const decision of output) deps.metrics.decided(decision);
+    for (const input of inputs) {
+      // Redeliveries are not decisions: their latency would measure the outage, not the validator.
+      if (input.appendedAt !== null && decided.byCompaction.has(input.node.compactionId)) {
+        deps.metrics.latency((appendedAt - input.appendedAt) / 1000);
+      }
+    }
+  }
+
+  const confirmations = [...sessions.values()]
+    .map((s) => ({
+      tenantId: s.tenantId,
+      sessionId: s.sessionId,
+      compactionIds: [...new Set(s.inputs.map((i) => i.node.compactionId))].filter((id) => sentFor.has(id)),
+    }))
+    .filter((s) => s.compactionIds.length > 0);
+  const unconfirmed = await deps.frames.confirm(epoch, confirmations);
+  if (unconfirmed.length > 0) {
+    // Published but not marked: the store was lost meanwhile. The rebuild reads them back from the topic.
+    deps.logger.warn({ sessions: unconfirmed }, 'published decisions could not be confirmed');
+  }
+
+  deps.metrics.batch((performance.now() - started) / 1000, inputs.length);
+  return { published: output.length, decided: decided.byCompaction.size, redelivered };
+}
+
+async function decideSessions(
+  deps: BatchDeps,
+  sessions: ReadonlyMap<string, SessionWork>,
+  loaded: ReadonlyMap<string, LoadedSession>,
+  toDecide: ReadonlyMap<string, BatchInput[]>,
+): Promise<{ byCompaction: Map<string, readonly MarkerDecision[]>; writes: FrameWrite[] }> {
+  const byCompaction = new Map<string, readonly MarkerDecision[]>();
+  const writes: FrameWrite[] = [];
+  if (toDecide.size === 0) return { byCompaction, writes };
+
+  // 2. The watermark each session must reach, waited for concurrently under one bound.
+  const waitStarted = performance.now();
+  const covered = new Map<string, number>();
+  await Promise.all(
+    [...toDecide].map(async ([key, inputs]) => {
+      const { tenantId, sessionId } = sessions.get(key)!;
+      const needed = Math.max(...inputs.map((i) => i.node.span.toSeq));
+      const waited = await deps.projection.waitForWatermark(
+        tenantId,
+        sessionId,
+        needed,
+        deps.watermarkTimeoutMs,
+      );
+      const result: WaitResult = waited.ok ? 'ok' : waited.reason;
+      deps.metrics.waited(result, (performance.now() - waitStarted) / 1000);
+      if (waited.ok) covered.set(key, needed);
+      else if (waited.reason === 'rebuilding') covered.set(key, 0);
+      else {
+        // Behind or broken: the boundaries the watermark does cover can still be decided. The
+        // watermark is read after the wait, so every turn up to it is applied before the reads below.
+        covered.set(key, (await deps.projection.watermark(tenantId, sessionId)).appliedSeq);
+      }
+    }),
+  );
+
+  // 3. Every boundary's state, read concurrently (the client pipelines them into one round trip).
+  const states = new Map<string, StateAtBoundary>();
+  await Promise.all(
+    [...toDecide].flatMap(([key, inputs]) =>
+      inputs.map(async ({ node }) => {
+        const applied = covered.get(key)!;
+        states.set(
+          node.compactionId,
+          node.span.toSeq <= applied
+            ? await deps.projection.stateAt(boundaryQuery(node))
+            : missingState(node, applied),
+        );
+      }),
+    ),
+  );
+
+  // 4. Decide in order per session, then one write per session.
+  for (const [key, inputs] of toDecide) {
+    const session = loaded.get(key)!;
+    let state: FrameState = { frame: session.frame.frame, trusted: session.frame.trusted };
+    const decided: FrameWrite['decided'][number][] = [];
+    for (const { node } of inputs) {
+      const step = decideCompaction(state, node, states.get(node.compactionId)!, deps.check);
+      byCompaction.set(node.compactionId, step.decisions);
+      decided.push({ compactionId: node.compactionId, decisions: step.decisions });
+      state = step.next;
+      if (step.decisions.length > 1 || step.decisions[0]?.type === 'marker_invalid') {
+        deps.logger.debug(
+          { session: key, compactionId: node.compactionId, decisions: step.decisions.length },
+          'marker invalid',
+        );
+      }
+    }
+    const { tenantId, sessionId } = sessions.get(key)!;
+    writes.push({
+      tenantId,
+      sessionId,
+      guard: session.frame.guard,
+      frame: state.frame,
+      trusted: state.trusted,
+      decided,
+    });
+  }
+  return { byCompaction, writes };
+}
+
+function groupBySession(inputs: readonly BatchInput[]): Map<string, SessionWork> {
+  const sessions = new Map<string, SessionWork>();
+  for (const input of inputs) {
+    const ref = { tenantId: input.node.tenantId, sessionId: input.node.sessionId };
+    const key = sessionKeyOf(ref);
+    let work = sessions.get(key);
+    if (work === undefined) sessions.set(key, (work = { ...ref, inputs: [] }));
+    work.inputs.push(input);
+  }
+  return sessions;
+}

@@ -1,0 +1,18 @@
+import { commonConfig, z } from '@tidemark/service';
+
+/** The validator's configuration: the common variables plus its own, with defaults that run locally. */
+export const validatorConfigSchema = z.object({
+  ...commonConfig,
+  /** Its own consumer group on the compactions topic. */
+  VALIDATOR_GROUP_ID: z.string().min(1).default('tidemark-validator'),
+  /** How long a compaction waits for the materializer to cover its boundary before it is unverifiable. */
+  WATERMARK_TIMEOUT_MS: z.coerce.number().int().min(0).default(5_000),
+  /** The artifacts condition (an extension of the specification): on unless switched off. */
+  CHECK_ARTIFACTS: z.stringbool().default(true),
+  /** How long one validator may hold the frame-store rebuild before another may take over. */
+  REBUILD_LOCK_MS: z.coerce.number().int().positive().default(120_000),
+  /** Partitions of the topics when the validator provisions them (tests, local runs). */
+  TOPIC_PARTITIONS: z.coerce.number().int().positive().default(4),
+});
+
+export type ValidatorConfig = z.infer<typeof validatorConfigSchema>;

@@ -1,0 +1,114 @@
+import { Counter, Histogram, type Registry } from '@tidemark/service';
+import type { MarkerDecision } from '@tidemark/core';
+
+// What an operator asks of the validator: how many markers it trusts and why it refuses the others,
+// how long a compaction waits for its decision, and how often the materializer was not there in time.
+
+export type WaitResult = 'ok' | 'timeout' | 'broken' | 'rebuilding';
+
+export interface ValidatorMetrics {
+  decided(decision: MarkerDecision): void;
+  /** Compaction record appended → decision appended, from the Kafka record timestamps. */
+  latency(seconds: number): void;
+  waited(result: WaitResult, seconds: number): void;
+  redelivered(kind: 'published' | 'pending'): void;
+  rebuilt(sessions: number): void;
+  batch(seconds: number, compactions: number): void;
+}
+
+export function validatorMetrics(register: Registry): ValidatorMetrics {
+  const registers = [register];
+  const decisions = new Counter({
+    name: 'tidemark_validator_decisions_total',
+    help: 'Marker decisions published, by outcome (emitted, invalid) and cause (check, depth_change).',
+    labelNames: ['outcome', 'cause'] as const,
+    registers,
+  });
+  const violations = new Counter({
+    name: 'tidemark_validator_violations_total',
+    help: 'Violations in published MarkerInvalid decisions, by condition.',
+    labelNames: ['condition'] as const,
+    registers,
+  });
+  const latency = new Histogram({
+    name: 'tidemark_validator_decision_latency_seconds',
+    help: 'From the compaction record append to its decision append (Kafka record timestamps).',
+    buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers,
+  });
+  const waits = new Counter({
+    name: 'tidemark_validator_watermark_waits_total',
+    help: 'Waits for a session watermark to cover a boundary, by result (ok, timeout, broken, rebuilding).',
+    labelNames: ['result'] as const,
+    registers,
+  });
+  const waitSeconds = new Histogram({
+    name: 'tidemark_validator_watermark_wait_seconds',
+    help: 'How long a batch waited for the session watermarks it needed.',
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10],
+    registers,
+  });
+  const redeliveries = new Counter({
+    name: 'tidemark_validator_redeliveries_total',
+    help: 'Compactions seen again: already published (nothing sent) or recorded but unconfirmed (re-sent, same bytes).',
+    labelNames: ['kind'] as const,
+    registers,
+  });
+  const rebuilds = new Counter({
+    name: 'tidemark_validator_rebuilds_total',
+    help: 'Frame-store rebuilds from the markers topic (Redis lost it, or first start).',
+    registers,
+  });
+  const rebuiltSessions = new Counter({
+    name: 'tidemark_validator_rebuilt_sessions_total',
+    help: 'Sessions restored by frame-store rebuilds.',
+    registers,
+  });
+  const batches = new Histogram({
+    name: 'tidemark_validator_batch_seconds',
+    help: 'Time to decide and publish one fetched batch of compactions.',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers,
+  });
+  const compactions = new Counter({
+    name: 'tidemark_validator_compactions_total',
+    help: 'Compaction records consumed.',
+    registers,
+  });
+
+  return {
+    decided(decision) {
+      switch (decision.type) {
+        case 'marker_emitted':
+          decisions.inc({ outcome: 'emitted', cause: 'check' });
+          return;
+        case 'marker_invalid':
+          decisions.inc({ outcome: 'invalid', cause: decision.cause });
+          for (const violation of decision.violations) violations.inc({ condition: violation.condition });
+          return;
+        default: {
+          const unknown: never = decision;
+          throw new Error(`unknown decision ${String(unknown)}`);
+        }
+      }
+    },
+    latency(seconds) {
+      latency.observe(Math.max(0, seconds));
+    },
+    waited(result, seconds) {
+      waits.inc({ result });
+      waitSeconds.observe(seconds);
+    },
+    redelivered(kind) {
+      redeliveries.inc({ kind });
+    },
+    rebuilt(sessions) {
+      rebuilds.inc();
+      rebuiltSessions.inc(sessions);
+    },
+    batch(seconds, count) {
+      batches.observe(seconds);
+      compactions.inc(count);
+    },
+  };
+}

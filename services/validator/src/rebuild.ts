@@ -1,0 +1,148 @@
+import { randomUUID } from 'node:crypto';
+import type { MarkerDecision } from '@tidemark/core';
+import type { Bus } from '@tidemark/contract';
+import { sessionKeyOf, type FrameStore, type RestoredSession } from '@tidemark/state';
+import type { Logger } from '@tidemark/service';
+import { emptyFrameState, isVerdict, replayDecisions } from './decide.js';
+
+// Rebuilding the frame store when Redis lost it (or on the very first start): the markers topic is the
+// validator's own log, and every frame state is a fold of a session's decisions in log order (see
+// decide.ts `replayDecisions`). One validator rebuilds under a lock; the others wait for the new epoch.
+// While the store has no epoch nobody decides: a batch that finds it missing waits here, and its
+// offsets are not committed until its decisions are published.
+
+export interface RebuildDeps {
+  readonly bus: Bus;
+  readonly frames: FrameStore;
+  readonly logger: Logger;
+  readonly lockMs: number;
+  readonly onRebuilt?: (sessions: number) => void;
+}
+
+/** Replays the whole markers topic (up to its end when the rebuild starts) into per-session state. */
+export function restoredSessions(decisions: readonly MarkerDecision[]): RestoredSession[] {
+  const bySession = new Map<string, MarkerDecision[]>();
+  for (const decision of decisions) {
+    const key = sessionKeyOf(decision);
+    const list = bySession.get(key);
+    if (list === undefined) bySession.set(key, [decision]);
+    else list.push(decision);
+  }
+  return [...bySession.values()].map((list) => {
+    const { tenantId, sessionId } = list[0]!;
+    const state = replayDecisions(emptyFrameState, list);
+    return {
+      tenantId,
+      sessionId,
+      frame: state.frame,
+      trusted: state.trusted,
+      published: [...new Set(list.filter(isVerdict).map((d) => d.compactionId))],
+    };
+  });
+}
+
+export function createRebuilder(deps: RebuildDeps): () => Promise<void> {
+  let running: Promise<void> | null = null;
+  // One rebuild at a time in this process; concurrent batches (other partitions) share it.
+  return () => {
+    running ??= rebuildOnce(deps).finally(() => {
+      running = null;
+    });
+    return running;
+  };
+}
+
+async function rebuildOnce(deps: RebuildDeps): Promise<void> {
+  const { frames, logger } = deps;
+  const owner = randomUUID();
+  for (;;) {
+    if ((await frames.epoch()) !== null) return;
+    if (await frames.lockRebuild(owner, deps.lockMs)) break;
+    // Another validator rebuilds; wait for its epoch (or its lock to lapse).
+    await sleep(200);
+  }
+  try {
+    if ((await frames.epoch()) !== null) return;
+    const started = performance.now();
+    logger.warn('frame store has no epoch: rebuilding it from the markers topic');
+    await frames.clear();
+    const decisions = await readMarkers(deps.bus);
+    const sessions = restoredSessions(decisions);
+    await frames.restore(randomUUID(), sessions);
+    deps.onRebuilt?.(sessions.length);
+    logger.info(
+      { decisions: decisions.length, sessions: sessions.length, ms: Math.round(performance.now() - started) },
+      'frame store rebuilt',
+    );
+  } finally {
+    await frames.unlockRebuild(owner);
+  }
+}
+
+/** Every decision on the markers topic up to its end offsets as of now, per partition in log order. */
+async function readMarkers(bus: Bus): Promise<MarkerDecision[]> {
+  const admin = bus.kafka.admin();
+  await admin.connect();
+  let ends: Map<number, number>;
+  try {
+    const offsets = await admin.fetchTopicOffsets(bus.topics.markers);
+    ends = new Map(offsets.map((o) => [o.partition, Number(o.high)]));
+  } finally {
+    await admin.disconnect();
+  }
+  const wanted = [...ends.values()].reduce((sum, high) => sum + high, 0);
+  if (wanted === 0) return [];
+
+  const byPartition = new Map<number, MarkerDecision[]>();
+  const reached = new Set<number>([...ends].filter(([, high]) => high === 0).map(([p]) => p));
+  let done!: () => void;
+  const finished = new Promise<void>((resolve) => (done = resolve));
+  const groupId = `tidemark-validator-rebuild-${randomUUID()}`;
+  const consumer = bus.consumer({
+    groupId,
+    role: 'markers',
+    fromBeginning: true,
+    onBatch: async (records, context) => {
+      const end = ends.get(context.partition) ?? 0;
+      for (const record of records) {
+        if (record.raw.offset >= end) break;
+        const list = byPartition.get(context.partition) ?? [];
+        list.push(record.value);
+        byPartition.set(context.partition, list);
+      }
+      // Undecodable records were dead-lettered and skipped: the last offset seen may fall short of the
+      // end; the committed offsets (lag) tell when the partition is through.
+      if (records.some((r) => r.raw.offset >= end - 1)) reached.add(context.partition);
+      if (reached.size === ends.size) done();
+      await Promise.resolve();
+    },
+  });
+  await consumer.run();
+  try {
+    for (;;) {
+      const through = await Promise.race([finished.then(() => true), sleep(250).then(() => false)]);
+      if (through) break;
+      if ((await consumer.lag()) === 0) break;
+    }
+  } finally {
+    await consumer.stop();
+    await deleteGroup(bus, groupId);
+  }
+  return [...byPartition.keys()].sort((a, b) => a - b).flatMap((p) => byPartition.get(p)!);
+}
+
+async function deleteGroup(bus: Bus, groupId: string): Promise<void> {
+  const admin = bus.kafka.admin();
+  try {
+    await admin.connect();
+    await admin.deleteGroups([groupId]);
+  } catch {
+    // A leftover group of a finished rebuild costs nothing but a name.
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

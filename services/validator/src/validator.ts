@@ -1,0 +1,148 @@
+import { Bus, provisionTopics, topicNames, type EventConsumer, type EventProducer } from '@tidemark/contract';
+import { FrameStore, Projection } from '@tidemark/state';
+import { createLogger, Registry, type Logger, type ServiceComponent } from '@tidemark/service';
+import { Redis } from 'ioredis';
+import { decideBatch, type BatchInput, type ProjectionReader } from './batch.js';
+import type { ValidatorConfig } from './config.js';
+import { validatorMetrics } from './metrics.js';
+import { createRebuilder } from './rebuild.js';
+
+// The validator service: a thin shell around decide.ts and batch.ts. It consumes compactions in its own
+// group, decides each against the L0 projection, and publishes the decisions to the markers topic.
+
+export interface ValidatorDeps {
+  readonly logger?: Logger;
+  /** Where its metrics go (the host's registry); a private one when absent. */
+  readonly metrics?: Registry;
+  /** A Redis connection to use (not closed on stop); one of its own when absent. */
+  readonly redis?: Redis;
+  /** The projection to read (tests inject a slow one); over the Redis connection when absent. */
+  readonly projection?: ProjectionReader;
+  readonly clientId?: string;
+  /** Create the topics if missing (local runs and tests); default true. */
+  readonly provision?: boolean;
+}
+
+export interface Validator extends ServiceComponent {
+  /** The frame store it keeps (tests and tools read it). */
+  readonly frames: FrameStore;
+}
+
+export function createValidator(config: ValidatorConfig, deps: ValidatorDeps = {}): Validator {
+  const logger = deps.logger ?? createLogger('validator', config.LOG_LEVEL);
+  const metrics = validatorMetrics(deps.metrics ?? new Registry());
+  const ownsRedis = deps.redis === undefined;
+  // Auto-pipelining: the boundary reads of a batch, issued together, leave in one round trip.
+  const redis =
+    deps.redis ?? new Redis(config.REDIS_URL, { enableAutoPipelining: true, maxRetriesPerRequest: null });
+  const frames = new FrameStore(redis, { prefix: config.REDIS_PREFIX });
+  const projection: ProjectionReader =
+    deps.projection ?? new Projection(redis, { prefix: config.REDIS_PREFIX });
+  const topics = topicNames(config.TOPIC_PREFIX);
+
+  let bus: Bus | null = null;
+  let producer: EventProducer | null = null;
+  let consumer: EventConsumer | null = null;
+  let rebuilding = false;
+  let stopping: Promise<void> | null = null;
+
+  return {
+    frames,
+    async start() {
+      bus = await Bus.connect({
+        brokers: config.KAFKA_BROKERS,
+        registryUrl: config.SCHEMA_REGISTRY_URL,
+        clientId: deps.clientId ?? 'tidemark-validator',
+        topics,
+        service: 'validator',
+        logger,
+      });
+      if (deps.provision ?? true) {
+        const admin = bus.kafka.admin();
+        await admin.connect();
+        try {
+          await provisionTopics(admin, topics, { partitions: config.TOPIC_PARTITIONS });
+        } finally {
+          await admin.disconnect();
+        }
+      }
+      const connected = bus;
+      producer = await connected.producer();
+      const rebuild = createRebuilder({
+        bus: connected,
+        frames,
+        logger,
+        lockMs: config.REBUILD_LOCK_MS,
+        onRebuilt: (sessions) => metrics.rebuilt(sessions),
+      });
+      const guardedRebuild = async () => {
+        rebuilding = true;
+        try {
+          await rebuild();
+        } finally {
+          rebuilding = false;
+        }
+      };
+      // Build the store before the first batch, so readiness means "can decide".
+      if ((await frames.epoch()) === null) await guardedRebuild();
+
+      const sender = producer;
+      consumer = connected.consumer({
+        groupId: config.VALIDATOR_GROUP_ID,
+        role: 'compactions',
+        fromBeginning: true,
+        onBatch: async (records, context) => {
+          if (records.length === 0) return;
+          const inputs: BatchInput[] = records.map((record) => ({
+            node: record.value,
+            appendedAt: appendTimeOf(record.raw),
+          }));
+          const outcome = await decideBatch(
+            {
+              frames,
+              projection,
+              publish: (decisions) => sender.send('markers', decisions),
+              rebuild: guardedRebuild,
+              metrics,
+              logger,
+              watermarkTimeoutMs: config.WATERMARK_TIMEOUT_MS,
+              check: { artifacts: config.CHECK_ARTIFACTS },
+            },
+            inputs,
+            () => context.heartbeat(),
+          );
+          logger.debug({ partition: context.partition, ...outcome }, 'batch decided');
+        },
+      });
+      await consumer.run();
+      logger.info(
+        {
+          topic: topics.compactions,
+          group: config.VALIDATOR_GROUP_ID,
+          timeoutMs: config.WATERMARK_TIMEOUT_MS,
+        },
+        'validator consuming',
+      );
+    },
+    ready() {
+      return consumer !== null && consumer.ready() && !rebuilding && stopping === null;
+    },
+    stop() {
+      stopping ??= (async () => {
+        // Intake first (the current batch finishes and commits), then the producer, then connections.
+        await consumer?.stop();
+        await producer?.disconnect();
+        await bus?.disconnect();
+        if (ownsRedis) await redis.quit().catch(() => undefined);
+      })();
+      return stopping;
+    },
+  };
+}
+
+/** The Kafka append time of a record, when the bus hands it over (kafkajs: a string of epoch ms). */
+function appendTimeOf(raw: object): number | null {
+  if (!('timestamp' in raw)) return null;
+  const value = Number(raw.timestamp);
+  return Number.isFinite(value) && value > 0 ? value : null;
+}

@@ -1,0 +1,268 @@
+// The validator against the real stack, isolated per test: its own topic prefix, consumer groups and
+// Redis prefix. Turns go into the projection through Projection.applyBatch (the materializer's own
+// write path); compactions are published as the compactor would; markers are read back off the topic.
+import {
+  buildCompaction,
+  canonicalJson,
+  foldTurns,
+  summarizeStrict,
+  summaryQuery,
+  type Claims,
+  type Compaction,
+  type MarkerDecision,
+  type Policy,
+  type StateChange,
+  type TurnEvent,
+  type TurnRole,
+} from '@tidemark/core';
+import { Bus, provisionTopics, topicNames, type EventProducer } from '@tidemark/contract';
+import { Projection } from '@tidemark/state';
+import { createLogger, parseConfig, Registry } from '@tidemark/service';
+import { endpoints, redisClient, uniqueName } from '@tidemark/test-infra';
+import { onTestFinished } from 'vitest';
+import { createValidator, type Validator, type ValidatorDeps } from '../src/index.js';
+import { validatorConfigSchema, type ValidatorConfig } from '../src/config.js';
+
+export interface Harness {
+  readonly config: ValidatorConfig;
+  readonly bus: Bus;
+  readonly producer: EventProducer;
+  readonly projection: Projection;
+  readonly redis: ReturnType<typeof redisClient>['redis'];
+  readonly prefix: string;
+  /** Starts a validator of this harness (stopped when the test finishes). */
+  startValidator(deps?: ValidatorDeps): Promise<Validator>;
+  /** Applies turns to the projection at turns.l0 partition 0, offset seq - 1 (the reference's default). */
+  apply(turns: readonly TurnEvent[]): Promise<void>;
+  publish(compactions: readonly Compaction[]): Promise<void>;
+  /** Every decision read off the markers topic so far, in log order (per partition). */
+  readonly markers: MarkerDecision[];
+  /** Waits until `count` decisions were read (or fails after `timeoutMs`). */
+  waitForMarkers(count: number, timeoutMs?: number): Promise<MarkerDecision[]>;
+  /** The decisions of one session, in log order. */
+  markersOf(sessionId: string): MarkerDecision[];
+}
+
+export async function harness(env: Record<string, string> = {}): Promise<Harness> {
+  const { redis, prefix } = redisClient();
+  const e = endpoints();
+  const config = parseConfig(validatorConfigSchema, {
+    KAFKA_BROKERS: e.kafkaBrokers.join(','),
+    SCHEMA_REGISTRY_URL: e.schemaRegistryUrl,
+    REDIS_URL: e.redisUrl,
+    TOPIC_PREFIX: `${uniqueName('val')}.`,
+    REDIS_PREFIX: prefix,
+    VALIDATOR_GROUP_ID: uniqueName('validator'),
+    TOPIC_PARTITIONS: '2',
+    LOG_LEVEL: 'silent',
+    ...env,
+  });
+  const topics = topicNames(config.TOPIC_PREFIX);
+  const bus = await Bus.connect({
+    brokers: config.KAFKA_BROKERS,
+    registryUrl: config.SCHEMA_REGISTRY_URL,
+    clientId: uniqueName('validator-test'),
+    topics,
+    service: 'validator-test',
+  });
+  const admin = bus.kafka.admin();
+  await admin.connect();
+  await provisionTopics(admin, topics, { partitions: config.TOPIC_PARTITIONS });
+  onTestFinished(async () => {
+    await admin
+      .deleteTopics({ topics: Object.values(topics), timeout: 10_000 })
+      .catch(() => undefined)
+      .finally(() => admin.disconnect());
+  });
+  const producer = await bus.producer();
+  const projection = new Projection(redis, { prefix });
+
+  const markers: MarkerDecision[] = [];
+  const reader = bus.consumer({
+    groupId: uniqueName('markers-reader'),
+    role: 'markers',
+    onBatch: async (records) => {
+      for (const record of records) markers.push(record.value);
+      await Promise.resolve();
+    },
+  });
+  await reader.run();
+  onTestFinished(() => bus.disconnect());
+
+  return {
+    config,
+    bus,
+    producer,
+    projection,
+    redis,
+    prefix,
+    markers,
+    async startValidator(deps = {}) {
+      const validator = createValidator(config, {
+        logger: createLogger('validator', 'silent'),
+        metrics: new Registry(),
+        clientId: uniqueName('validator'),
+        ...deps,
+      });
+      onTestFinished(() => validator.stop());
+      await validator.start();
+      return validator;
+    },
+    async apply(turns) {
+      await projection.applyBatch(turns.map((turn) => ({ turn, partition: 0, offset: turn.seq - 1 })));
+    },
+    async publish(compactions) {
+      await producer.send('compactions', compactions);
+    },
+    async waitForMarkers(count, timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (markers.length < count) {
+        if (Date.now() > deadline) {
+          throw new Error(`waited ${timeoutMs} ms for ${count} decisions, got ${markers.length}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      return [...markers];
+    },
+    markersOf(sessionId) {
+      return markers.filter((m) => m.sessionId === sessionId);
+    },
+  };
+}
+
+/** Decisions as canonical JSON lines, to compare byte for byte with a useful diff. */
+export function lines(decisions: readonly MarkerDecision[]): string[] {
+  return decisions.map((d) => canonicalJson(d));
+}
+
+// --- Hand-written sessions (the specification's cases) --------------------------------------------
+
+export function turnOf(
+  tenantId: string,
+  sessionId: string,
+): (seq: number, role: TurnRole, content: string, changes?: StateChange[]) => TurnEvent {
+  return (seq, role, content, changes = []) => ({
+    tenantId,
+    sessionId,
+    seq,
+    turnId: `turn-${seq}`,
+    timestamp: 1_767_225_600_000 + seq * 1000,
+    role,
+    content,
+    tokenCount: Math.ceil(content.length / 4),
+    changes,
+  });
+}
+
+export function filler(turn: ReturnType<typeof turnOf>, from: number, to: number): TurnEvent[] {
+  const turns: TurnEvent[] = [];
+  for (let seq = from; seq <= to; seq++) {
+    turns.push(turn(seq, seq % 2 === 0 ? 'assistant' : 'tool', `working on step ${seq}`));
+  }
+  return turns;
+}
+
+/** The specification's migration agent: a rejected approach, a rollback script, 80 turns. */
+export function migrationSession(tenantId: string, sessionId: string, length = 80): TurnEvent[] {
+  const turn = turnOf(tenantId, sessionId);
+  return [
+    turn(1, 'user', 'Migrate the users table. The schema migration must be reversible.', [
+      {
+        type: 'item_opened',
+        itemId: 'constraint:reversible',
+        kind: 'constraint',
+        name: 'reversible migration',
+        detail: 'the schema migration be reversible',
+        handle: null,
+        logPath: null,
+      },
+    ]),
+    ...filler(turn, 2, 9),
+    turn(10, 'assistant', 'Plan: add the column, then backfill. Running a dry run.', [
+      {
+        type: 'item_opened',
+        itemId: 'call:dry-run',
+        kind: 'tool_call',
+        name: 'run_migration',
+        detail: '--dry-run',
+        handle: null,
+        logPath: null,
+      },
+    ]),
+    turn(11, 'tool', 'Dry run failed: the backfill holds a table lock past the timeout.', [
+      { type: 'item_closed', itemId: 'call:dry-run', outcome: 'error', detail: null },
+    ]),
+    turn(12, 'user', 'No. Do not add the column and then backfill; find another way.', [
+      {
+        type: 'item_disposed',
+        itemKey: 'approach:add-column-backfill',
+        disposition: 'rejected',
+        reason: 'failed dry run (table lock); the user rejected it',
+        supersededBy: null,
+      },
+    ]),
+    ...filler(turn, 13, 29),
+    turn(30, 'assistant', 'Wrote the rollback script.', [
+      {
+        type: 'artifact_recorded',
+        path: 'migrations/003_down.sql',
+        action: 'created',
+        digest: 'sha256:9f2c',
+      },
+    ]),
+    ...filler(turn, 31, length),
+  ];
+}
+
+/** A session with a tool call opened at turn 5 and still running at turn 40. */
+export function openCallSession(tenantId: string, sessionId: string): TurnEvent[] {
+  const turn = turnOf(tenantId, sessionId);
+  return [
+    ...filler(turn, 1, 4),
+    turn(5, 'assistant', 'Starting the full test suite; it takes a while.', [
+      {
+        type: 'item_opened',
+        itemId: 'call:test-suite',
+        kind: 'tool_call',
+        name: 'run_tests',
+        detail: '--all',
+        handle: null,
+        logPath: null,
+      },
+    ]),
+    ...filler(turn, 6, 40),
+  ];
+}
+
+/** An L1 node over fromSeq..toSeq, summarised strictly, its claims optionally edited (a lossy summarizer). */
+export function l1Node(
+  turns: readonly TurnEvent[],
+  fromSeq: number,
+  toSeq: number,
+  policy: Policy,
+  edit: (claims: Claims) => Partial<Claims> = () => ({}),
+): Compaction {
+  const { tenantId, sessionId } = turns[0]!;
+  const { fold } = foldTurns(tenantId, sessionId, turns);
+  const state = fold.stateAt(summaryQuery({ tenantId, sessionId, fromSeq, toSeq, priorFrame: null }));
+  const summary = summarizeStrict({
+    span: { kind: 'turns', turns: turns.filter((t) => t.seq >= fromSeq && t.seq <= toSeq) },
+    state,
+    priorFrame: null,
+    budget: policy.narrativeTokenBudget,
+  });
+  return buildCompaction({
+    tenantId,
+    sessionId,
+    tier: 1,
+    generation: 1,
+    policy,
+    span: { fromSeq, toSeq, l0Partition: 0, fromOffset: fromSeq - 1, toOffset: toSeq - 1 },
+    children: [],
+    summary: { ...summary, claims: { ...summary.claims, ...edit(summary.claims) } },
+    summarizer: 'test',
+    compactorVersion: 'test',
+    repairOf: null,
+    attempt: 0,
+  });
+}

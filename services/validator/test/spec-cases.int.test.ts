@@ -1,0 +1,151 @@
+import {
+  boundaryQuery,
+  definePolicy,
+  markerIdOf,
+  runReference,
+  type MarkerDecision,
+  type MarkerInvalid,
+} from '@tidemark/core';
+import { describe, expect, it } from 'vitest';
+import { decideCompaction, emptyFrameState, type FrameState } from '../src/index.js';
+import { filler, harness, l1Node, lines, migrationSession, openCallSession, turnOf } from './harness.js';
+
+// The specification's observed cases, end to end against the real stack: the right decision, with the
+// right ids, on the markers topic.
+
+const violationsOf = (decision: MarkerDecision | undefined) =>
+  decision?.type === 'marker_invalid' ? decision.violations.map((v) => [v.condition, v.ids]) : [];
+
+describe('the validator on the observed cases', () => {
+  it('marks the lossy migration digest invalid for the folded rejection and the dropped rollback script, and emits its strict repair', async () => {
+    const h = await harness();
+    const turns = migrationSession('acme', 'migration-lossy');
+    const run = runReference(turns, { policy: definePolicy({ digestFanIn: 2, summarizer: 'narrative' }) });
+    await h.apply(turns);
+    await h.startValidator();
+    await h.publish(run.compactions);
+    const markers = await h.waitForMarkers(run.decisions.length);
+
+    expect(lines(markers)).toEqual(lines(run.decisions));
+    const digest = run.compactions.find((c) => c.tier === 2 && c.attempt === 0)!;
+    const verdict = markers.find((m) => m.markerId === digest.marker.markerId);
+    expect(verdict).toMatchObject({
+      type: 'marker_invalid',
+      cause: 'check',
+      markerId: markerIdOf(digest.compactionId),
+    });
+    expect(violationsOf(verdict)).toEqual([
+      ['retention', ['approach:add-column-backfill']],
+      ['artifacts', ['migrations/003_down.sql']],
+    ]);
+    const repair = run.compactions.find((c) => c.repairOf === digest.compactionId)!;
+    expect(repair).toMatchObject({ tier: 2, attempt: 1, summarizer: 'strict' });
+    expect(markers.find((m) => m.markerId === repair.marker.markerId)).toMatchObject({
+      type: 'marker_emitted',
+    });
+  });
+
+  it('invalidates, once each, every marker below the frame a tighter re-compaction deepened (depth)', async () => {
+    const h = await harness();
+    const turns = [
+      ...migrationSession('acme', 'replay-depth'),
+      ...filler(turnOf('acme', 'replay-depth'), 81, 320),
+    ];
+    const loose = runReference(turns, { policy: definePolicy({ digestFanIn: 8 }), generation: 1 });
+    const tight = runReference(turns, {
+      policy: definePolicy({ digestFanIn: 8, digestTokenBudget: 900, maxDepth: 3 }),
+      generation: 2,
+    });
+    expect([loose.frame?.depth, tight.frame?.depth]).toEqual([2, 3]);
+    // What the pipeline must publish: the reference's step over both generations, in order.
+    let state: FrameState = emptyFrameState;
+    const expected: MarkerDecision[] = [];
+    for (const node of [...loose.compactions, ...tight.compactions]) {
+      const step = decideCompaction(state, node, tight.fold.stateAt(boundaryQuery(node)));
+      expected.push(...step.decisions);
+      state = step.next;
+    }
+
+    await h.apply(turns);
+    await h.startValidator();
+    await h.publish(loose.compactions);
+    await h.waitForMarkers(loose.decisions.length);
+    expect(lines(h.markers)).toEqual(lines(loose.decisions));
+    await h.publish(tight.compactions);
+    const markers = await h.waitForMarkers(expected.length);
+    expect(lines(markers)).toEqual(lines(expected));
+
+    // The L1 marker at 241..280 was trusted at L1, then the L2 over it framed the session: it is
+    // invalidated for depth, once. Every marker the first generation left trusted is invalidated by the
+    // deeper replay, once each; afterwards only L3 markers are trusted.
+    const l1 = loose.compactions.find((c) => c.tier === 1 && c.span.toSeq === 280)!;
+    const l1Decisions = markers.filter((m) => m.markerId === l1.marker.markerId);
+    expect(l1Decisions.map((d) => d.type)).toEqual(['marker_emitted', 'marker_invalid']);
+    expect(violationsOf(l1Decisions[1])).toEqual([['depth', [l1.compactionId]]]);
+    const depthChanges = markers.filter(
+      (m): m is MarkerInvalid => m.type === 'marker_invalid' && m.cause === 'depth_change',
+    );
+    expect(new Set(depthChanges.map((m) => m.markerId)).size).toBe(depthChanges.length);
+    const looseDigest = loose.compactions.find((c) => c.tier === 2)!;
+    expect(depthChanges.filter((m) => m.markerId === looseDigest.marker.markerId)).toHaveLength(1);
+    expect(state.frame).toEqual(tight.frame);
+    expect(state.trusted.every((m) => m.depth === 3)).toBe(true);
+  });
+
+  it('marks a marker invalid for closure when a call open across the boundary is absent from the claims, and emits it when the call is UNRESOLVED', async () => {
+    const h = await harness();
+    const policy = definePolicy();
+    const dropped = openCallSession('acme', 'open-call-dropped');
+    const kept = openCallSession('acme', 'open-call-kept');
+    const lossy = l1Node(dropped, 1, 40, policy, (claims) => ({
+      unresolved: claims.unresolved.filter((c) => c.itemId !== 'call:test-suite'),
+    }));
+    const honest = l1Node(kept, 1, 40, policy);
+    expect(honest.claims.unresolved.map((c) => c.itemId)).toEqual(['call:test-suite']);
+    await h.apply([...dropped, ...kept]);
+    await h.startValidator();
+    await h.publish([lossy, honest]);
+    await h.waitForMarkers(2);
+
+    const [invalid] = h.markersOf('open-call-dropped');
+    expect(invalid).toMatchObject({
+      type: 'marker_invalid',
+      cause: 'check',
+      markerId: lossy.marker.markerId,
+    });
+    expect(violationsOf(invalid)).toEqual([['closure', ['call:test-suite']]]);
+    expect(h.markersOf('open-call-kept')).toEqual([
+      expect.objectContaining({ type: 'marker_emitted', markerId: honest.marker.markerId }),
+    ]);
+  });
+
+  it('marks a boundary beyond the watermark unverifiable after the bounded wait, and never emits it once the state arrives', async () => {
+    const h = await harness({ WATERMARK_TIMEOUT_MS: '300' });
+    const turns = [...openCallSession('acme', 'behind'), ...filler(turnOf('acme', 'behind'), 41, 80)];
+    const node = l1Node(turns, 1, 40, definePolicy());
+    await h.apply(turns.slice(0, 30));
+    await h.startValidator();
+    await h.publish([node]);
+    const [decision] = await h.waitForMarkers(1);
+    expect(decision).toMatchObject({
+      type: 'marker_invalid',
+      cause: 'check',
+      markerId: node.marker.markerId,
+    });
+    expect(violationsOf(decision)).toEqual([['unverifiable', [node.compactionId]]]);
+    expect(decision?.type === 'marker_invalid' && decision.violations[0]?.detail).toContain(
+      'state applied up to #30, boundary at #40',
+    );
+
+    // The state catches up and the compaction is delivered again: nothing new is published for it
+    // (the next span of the session, behind it in the same partition, is decided normally).
+    await h.apply(turns.slice(30));
+    const next = l1Node(turns, 41, 80, definePolicy());
+    await h.publish([node, next]);
+    await h.waitForMarkers(2);
+    expect(h.markersOf('behind').map((m) => [m.markerId, m.type])).toEqual([
+      [node.marker.markerId, 'marker_invalid'],
+      [next.marker.markerId, 'marker_emitted'],
+    ]);
+  });
+});
