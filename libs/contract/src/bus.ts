@@ -1,0 +1,483 @@
+import type { DeadLetter, DeadLetterReason } from '@tidemark/core';
+import {
+  Kafka,
+  Partitioners,
+  type Admin,
+  type Consumer,
+  type ConsumerRunConfig,
+  type EachBatchPayload,
+  type Message,
+  type Producer,
+} from 'kafkajs';
+import type { Logger } from 'pino';
+import { encodeBody, frame, recordOf } from './codec.js';
+import { decodeRecord, type DecodedRecord, type RawRecord } from './decode.js';
+import { ContractError } from './errors.js';
+import { kafkaLogLevel, pinoLogCreator } from './logging.js';
+import { Registry } from './registry.js';
+import { recordsByRole, topicRoles, type EventsByRole, type TopicNames, type TopicRole } from './topics.js';
+import { expectedKey, validateEvent } from './validate.js';
+
+// The Kafka bus every service uses: one idempotent producer per Bus, and batch consumers that decode and
+// validate every record, dead-letter what they cannot use (with the original bytes and a reason code)
+// and hand the rest to the service in offset order, committing a batch only once the service is done
+// with it. kafkajs stays behind this module so a successor client can replace it in one place.
+
+// Our partitioner is chosen explicitly (the default: murmur2 over the key, as the Java client), so the
+// kafkajs v2 warning about the changed default is noise.
+process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
+
+export const defaultMaxEventBytes = 1024 * 1024;
+/** A dead letter keeps at most this many bytes of the original value, so it fits a broker's message bound. */
+export const maxDeadLetterValueBytes = 512 * 1024;
+
+export interface BusOptions {
+  brokers: string[];
+  registryUrl: string;
+  clientId: string;
+  topics: TopicNames;
+  /** Recorded in DeadLetter.service. */
+  service: string;
+  /** kafkajs logs are mapped onto it. */
+  logger?: Logger;
+  /** A record larger than this (key + value) is dead-lettered as oversize, and refused on send. Default 1 MiB. */
+  maxEventBytes?: number;
+  /** Producer requests in flight per broker (≤ 5 keeps idempotent ordering). Default 1. */
+  maxInFlightRequests?: number;
+}
+
+export interface BatchContext {
+  partition: number;
+  heartbeat(): Promise<void>;
+  isRunning(): boolean;
+  isStale(): boolean;
+}
+
+export interface ConsumeOptions<R extends TopicRole> {
+  groupId: string;
+  role: R;
+  /** Default true: a new group reads its topic from the start. */
+  fromBeginning?: boolean;
+  /**
+   * Called once per fetched batch (one partition) with the records that decoded and validated, in
+   * offset order (not called when none did). Records that did not were dead-lettered (reason code)
+   * and are skipped. When it resolves, every offset of the batch is committed. If it throws, the batch
+   * is redelivered (kafkajs retries, then the consumer restarts); nothing is committed or lost.
+   */
+  onBatch(records: DecodedRecord<EventsByRole[R]>[], context: BatchContext): Promise<void>;
+  /** Told of every record dead-lettered by the contract (for a metric), after it was published. */
+  onDeadLetter?(record: RawRecord, reason: DeadLetterReason, message: string): void;
+  /** Partitions processed at once (default 1). */
+  partitionsConsumedConcurrently?: number;
+}
+
+export interface EventConsumer {
+  /** Connects, subscribes, starts; resolves once it has joined its group. */
+  run(): Promise<void>;
+  /** Joined its group and not crashed or stopped (from instrumentation events). */
+  ready(): boolean;
+  /** Total consumer lag of its group on its topic. */
+  lag(): Promise<number>;
+  /** Stops intake, finishes the current batch, commits, disconnects. */
+  stop(): Promise<void>;
+}
+
+export interface EventProducer {
+  /** One batch, encoded via the registry, keyed by sessionKey. Resolves when durably written (acks -1). */
+  send<R extends TopicRole>(role: R, events: readonly EventsByRole[R][]): Promise<void>;
+  /** Publishes a DeadLetter for a record this service could not use. */
+  deadLetter(record: RawRecord, reason: DeadLetterReason, message: string): Promise<void>;
+  /** Disconnects the Bus's producer (a later `bus.producer()` connects a new one). */
+  disconnect(): Promise<void>;
+}
+
+export class Bus {
+  readonly kafka: Kafka;
+  readonly topics: TopicNames;
+  readonly registry: Registry;
+  readonly service: string;
+  readonly logger: Logger | undefined;
+  readonly maxEventBytes: number;
+  readonly #maxInFlightRequests: number;
+  #producer: Promise<BusProducer> | null = null;
+  #admin: Promise<Admin> | null = null;
+  readonly #consumers = new Set<BusConsumer<TopicRole>>();
+
+  private constructor(options: BusOptions, kafka: Kafka, registry: Registry) {
+    this.kafka = kafka;
+    this.registry = registry;
+    this.topics = options.topics;
+    this.service = options.service;
+    this.logger = options.logger;
+    this.maxEventBytes = options.maxEventBytes ?? defaultMaxEventBytes;
+    this.#maxInFlightRequests = options.maxInFlightRequests ?? 1;
+    if (this.#maxInFlightRequests < 1 || this.#maxInFlightRequests > 5) {
+      throw new RangeError('maxInFlightRequests must be 1 to 5 for the idempotent producer');
+    }
+  }
+
+  /** Connects and registers every subject of every topic (idempotent). */
+  static async connect(options: BusOptions): Promise<Bus> {
+    const kafka = new Kafka({
+      clientId: options.clientId,
+      brokers: options.brokers,
+      logLevel: kafkaLogLevel(options.logger),
+      ...(options.logger === undefined ? {} : { logCreator: pinoLogCreator(options.logger) }),
+      retry: { initialRetryTime: 100, retries: 8 },
+    });
+    const registry = new Registry(options.registryUrl, options.clientId);
+    await Promise.all(
+      topicRoles.flatMap((role) =>
+        recordsByRole[role].map((record) => registry.register(options.topics[role], record)),
+      ),
+    );
+    return new Bus(options, kafka, registry);
+  }
+
+  /** The Bus's idempotent producer (acks -1), connected on first use; the same one on every call. */
+  producer(): Promise<EventProducer> {
+    if (this.#producer === null) {
+      const producer = new BusProducer(
+        this,
+        this.kafka.producer({
+          idempotent: true,
+          maxInFlightRequests: this.#maxInFlightRequests,
+          createPartitioner: Partitioners.DefaultPartitioner,
+          allowAutoTopicCreation: false,
+        }),
+        () => {
+          this.#producer = null;
+        },
+      );
+      this.#producer = producer.connect().then(
+        () => producer,
+        (error: unknown) => {
+          this.#producer = null;
+          throw error;
+        },
+      );
+    }
+    return this.#producer;
+  }
+
+  /** @internal The producer with its lower-level methods, for the publisher. */
+  busProducer(): Promise<BusProducer> {
+    return this.producer() as Promise<BusProducer>;
+  }
+
+  consumer<R extends TopicRole>(options: ConsumeOptions<R>): EventConsumer {
+    const consumer = new BusConsumer(this, options, () => this.#consumers.delete(consumer));
+    this.#consumers.add(consumer);
+    return consumer;
+  }
+
+  /** @internal A shared admin client (lag queries), connected on first use. */
+  admin(): Promise<Admin> {
+    if (this.#admin === null) {
+      const admin = this.kafka.admin();
+      this.#admin = admin.connect().then(
+        () => admin,
+        (error: unknown) => {
+          this.#admin = null;
+          throw error;
+        },
+      );
+    }
+    return this.#admin;
+  }
+
+  /** Stops every consumer it made, then disconnects the producer and the admin client. */
+  async disconnect(): Promise<void> {
+    await Promise.all([...this.#consumers].map((c) => c.stop()));
+    const producer = this.#producer;
+    const admin = this.#admin;
+    this.#producer = null;
+    this.#admin = null;
+    await Promise.all([
+      producer?.then((p) => p.disconnect()).catch(() => undefined),
+      admin?.then((a) => a.disconnect()).catch(() => undefined),
+    ]);
+  }
+}
+
+/** An encoded message ready for a topic. */
+export interface EncodedMessage {
+  key: Buffer | string | null;
+  value: Buffer;
+}
+
+export class BusProducer implements EventProducer {
+  readonly #bus: Bus;
+  readonly #producer: Producer;
+  readonly #onDisconnect: () => void;
+
+  constructor(bus: Bus, producer: Producer, onDisconnect: () => void) {
+    this.#bus = bus;
+    this.#producer = producer;
+    this.#onDisconnect = onDisconnect;
+  }
+
+  connect(): Promise<void> {
+    return this.#producer.connect();
+  }
+
+  /**
+   * Validates and encodes one event of a role: a ContractError (invalid_event) names what is wrong,
+   * before anything is sent.
+   */
+  async encode<R extends TopicRole>(role: R, event: EventsByRole[R]): Promise<EncodedMessage> {
+    const validation = validateEvent(role, event);
+    if (!validation.ok) {
+      throw new ContractError(
+        'invalid_event',
+        `refusing to send a ${role} event: ${validation.reason}: ${validation.message}`,
+      );
+    }
+    const record = recordOf(role, event);
+    const topic = this.#bus.topics[role];
+    const body = encodeBody(record, event);
+    const id = await this.#bus.registry.idFor(topic, record);
+    const value = frame(id, body);
+    const key = role === 'deadletter' ? deadLetterKey(event as DeadLetter) : expectedKey(role, event);
+    const size = value.length + (key === null ? 0 : Buffer.byteLength(key));
+    if (size > this.#bus.maxEventBytes) {
+      throw new ContractError(
+        'invalid_event',
+        `refusing to send a ${record} of ${size} bytes, over the bound of ${this.#bus.maxEventBytes}`,
+      );
+    }
+    return { key, value };
+  }
+
+  /** Sends encoded messages to a role's topic in one request per partition; resolves when durable. */
+  async sendEncoded(role: TopicRole, messages: readonly EncodedMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    await this.#producer.send({ topic: this.#bus.topics[role], acks: -1, messages: messages as Message[] });
+  }
+
+  async send<R extends TopicRole>(role: R, events: readonly EventsByRole[R][]): Promise<void> {
+    const messages: EncodedMessage[] = [];
+    for (const event of events) messages.push(await this.encode(role, event));
+    await this.sendEncoded(role, messages);
+  }
+
+  async deadLetter(record: RawRecord, reason: DeadLetterReason, message: string): Promise<void> {
+    await this.send('deadletter', [deadLetterOf(record, reason, message, this.#bus.service)]);
+  }
+
+  async disconnect(): Promise<void> {
+    this.#onDisconnect();
+    await this.#producer.disconnect();
+  }
+}
+
+function deadLetterKey(deadLetter: DeadLetter): Buffer | null {
+  return deadLetter.key === null
+    ? null
+    : Buffer.from(deadLetter.key.buffer, deadLetter.key.byteOffset, deadLetter.key.byteLength);
+}
+
+/** The DeadLetter for a record: its original bytes (a huge value truncated), where it was, and why. */
+export function deadLetterOf(
+  record: RawRecord,
+  reason: DeadLetterReason,
+  message: string,
+  service: string,
+): DeadLetter {
+  const value = record.value;
+  const truncated = value !== null && value.length > maxDeadLetterValueBytes;
+  return {
+    originalTopic: record.topic,
+    partition: record.partition,
+    offset: record.offset,
+    key: record.key === null ? null : new Uint8Array(record.key),
+    value:
+      value === null ? null : new Uint8Array(truncated ? value.subarray(0, maxDeadLetterValueBytes) : value),
+    reason,
+    message: truncated
+      ? `${message} (value truncated to its first ${maxDeadLetterValueBytes} of ${value.length} bytes; the record stays at its offset)`
+      : message,
+    service,
+    observedAt: Date.now(),
+  };
+}
+
+const restartBackoffMs = { initial: 250, max: 30_000 };
+
+class BusConsumer<R extends TopicRole> implements EventConsumer {
+  readonly #bus: Bus;
+  readonly #options: ConsumeOptions<R>;
+  readonly #onStopped: () => void;
+  readonly #topic: string;
+  #consumer: Consumer | null = null;
+  #joined = false;
+  #crashed = false;
+  #stopping = false;
+  #restartTimer: NodeJS.Timeout | null = null;
+  #restartDelay = restartBackoffMs.initial;
+
+  constructor(bus: Bus, options: ConsumeOptions<R>, onStopped: () => void) {
+    this.#bus = bus;
+    this.#options = options;
+    this.#onStopped = onStopped;
+    this.#topic = bus.topics[options.role];
+  }
+
+  async run(): Promise<void> {
+    if (this.#consumer !== null) throw new ContractError('closed', 'this consumer is already running');
+    if (this.#stopping) throw new ContractError('closed', 'this consumer was stopped');
+    const consumer = this.#bus.kafka.consumer({
+      groupId: this.#options.groupId,
+      // read_committed: a turn of an aborted or open transaction is never seen.
+      readUncommitted: false,
+      allowAutoTopicCreation: false,
+      retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 5_000 },
+    });
+    this.#consumer = consumer;
+    const { GROUP_JOIN, CRASH, STOP } = consumer.events;
+    consumer.on(GROUP_JOIN, () => {
+      this.#joined = true;
+      this.#crashed = false;
+      this.#restartDelay = restartBackoffMs.initial;
+    });
+    consumer.on(STOP, () => {
+      this.#joined = false;
+    });
+    consumer.on(CRASH, (event) => {
+      this.#joined = false;
+      this.#crashed = true;
+      const { error, restart } = event.payload;
+      this.#bus.logger?.error(
+        { err: error, groupId: this.#options.groupId, topic: this.#topic, restart },
+        'consumer crashed',
+      );
+      // kafkajs restarts by itself for retriable causes; for the rest (the broker gone for longer than
+      // its retries, say) this supervisor restarts it with a backoff, so the service recovers on its own.
+      if (!restart && !this.#stopping) this.#scheduleRestart();
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topic: this.#topic, fromBeginning: this.#options.fromBeginning ?? true });
+    await consumer.run(this.#runConfig());
+  }
+
+  #runConfig(): ConsumerRunConfig {
+    return {
+      eachBatchAutoResolve: false,
+      autoCommit: true,
+      partitionsConsumedConcurrently: this.#options.partitionsConsumedConcurrently ?? 1,
+      eachBatch: (payload) => this.#eachBatch(payload),
+    };
+  }
+
+  #scheduleRestart(): void {
+    const delay = this.#restartDelay;
+    this.#restartDelay = Math.min(this.#restartDelay * 2, restartBackoffMs.max);
+    this.#restartTimer = setTimeout(() => {
+      this.#restartTimer = null;
+      const consumer = this.#consumer;
+      if (consumer === null || this.#stopping) return;
+      consumer
+        .connect()
+        .then(() => consumer.run(this.#runConfig()))
+        .catch((error: unknown) => {
+          this.#bus.logger?.error({ err: error, groupId: this.#options.groupId }, 'consumer restart failed');
+          if (!this.#stopping) this.#scheduleRestart();
+        });
+    }, delay);
+  }
+
+  async #eachBatch(payload: EachBatchPayload): Promise<void> {
+    const { batch } = payload;
+    const isStale = () => payload.isStale();
+    const context: BatchContext = {
+      partition: batch.partition,
+      heartbeat: () => payload.heartbeat(),
+      isRunning: () => payload.isRunning(),
+      isStale,
+    };
+    const { role } = this.#options;
+    const valid: DecodedRecord<EventsByRole[R]>[] = [];
+    const dead: { record: RawRecord; reason: DeadLetterReason; message: string }[] = [];
+    const lookup = (id: number) => this.#bus.registry.writer(id);
+    for (const message of batch.messages) {
+      const raw: RawRecord = {
+        topic: batch.topic,
+        partition: batch.partition,
+        offset: Number(message.offset),
+        key: message.key ?? null,
+        value: message.value ?? null,
+      };
+      // Throws only when the registry cannot be reached: the batch is then retried, not dead-lettered.
+      const outcome = await decodeRecord(role, raw, lookup, this.#bus.maxEventBytes);
+      if (outcome.ok) valid.push({ raw, value: outcome.value });
+      else dead.push({ record: raw, reason: outcome.reason, message: outcome.message });
+    }
+    const last = batch.messages.at(-1);
+    if (last === undefined || isStale()) return;
+    if (valid.length > 0) {
+      await this.#options.onBatch(valid, context);
+    }
+    if (dead.length > 0) {
+      // After the service is done with the batch and before the commit: a throwing onBatch redelivers
+      // the batch without having dead-lettered its bad records twice.
+      const producer = await this.#bus.busProducer();
+      const messages = [];
+      for (const d of dead)
+        messages.push(
+          await producer.encode('deadletter', deadLetterOf(d.record, d.reason, d.message, this.#bus.service)),
+        );
+      await producer.sendEncoded('deadletter', messages);
+      for (const d of dead) {
+        this.#bus.logger?.warn(
+          { topic: d.record.topic, partition: d.record.partition, offset: d.record.offset, reason: d.reason },
+          `dead-lettered: ${d.message}`,
+        );
+        this.#options.onDeadLetter?.(d.record, d.reason, d.message);
+      }
+    }
+    payload.resolveOffset(last.offset);
+    await payload.commitOffsetsIfNecessary({
+      topics: [
+        {
+          topic: batch.topic,
+          partitions: [{ partition: batch.partition, offset: String(Number(last.offset) + 1) }],
+        },
+      ],
+    });
+    await payload.heartbeat();
+  }
+
+  ready(): boolean {
+    return this.#joined && !this.#crashed && !this.#stopping;
+  }
+
+  async lag(): Promise<number> {
+    const admin = await this.#bus.admin();
+    const [ends, committed] = await Promise.all([
+      admin.fetchTopicOffsets(this.#topic),
+      admin.fetchOffsets({ groupId: this.#options.groupId, topics: [this.#topic] }),
+    ]);
+    const done = new Map<number, number>();
+    for (const topic of committed) for (const p of topic.partitions) done.set(p.partition, Number(p.offset));
+    let lag = 0;
+    for (const p of ends) {
+      const high = Number(p.high);
+      const low = Number(p.low);
+      const at = done.get(p.partition) ?? -1;
+      // Nothing committed yet: a group from the beginning has everything ahead of it.
+      const from = at >= 0 ? at : (this.#options.fromBeginning ?? true) ? low : high;
+      lag += Math.max(0, high - from);
+    }
+    return lag;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    if (this.#restartTimer !== null) clearTimeout(this.#restartTimer);
+    this.#restartTimer = null;
+    const consumer = this.#consumer;
+    if (consumer !== null) await consumer.disconnect();
+    this.#joined = false;
+    this.#onStopped();
+  }
+}

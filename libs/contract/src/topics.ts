@@ -1,0 +1,149 @@
+import type { Admin, ITopicConfig } from 'kafkajs';
+import type { Compaction, DeadLetter, MarkerDecision, TurnEvent } from '@tidemark/core';
+
+// Topics, keys and which records each topic carries: the one place that holds them.
+
+export type TopicRole = 'turns' | 'compactions' | 'markers' | 'deadletter';
+export type TopicNames = Readonly<Record<TopicRole, string>>;
+
+/** Every role, in pipeline order. */
+export const topicRoles: readonly TopicRole[] = ['turns', 'compactions', 'markers', 'deadletter'];
+
+/** The events each role's topic carries, as the core types them. */
+export interface EventsByRole {
+  turns: TurnEvent;
+  compactions: Compaction;
+  markers: MarkerDecision;
+  deadletter: DeadLetter;
+}
+
+/** The Avro record names (in namespace tidemark.v1) that may appear on each role's topic. */
+export type RecordName = 'TurnEvent' | 'Compaction' | 'MarkerEmitted' | 'MarkerInvalid' | 'DeadLetter';
+
+export const recordsByRole: Readonly<Record<TopicRole, readonly RecordName[]>> = {
+  turns: ['TurnEvent'],
+  compactions: ['Compaction'],
+  markers: ['MarkerEmitted', 'MarkerInvalid'],
+  deadletter: ['DeadLetter'],
+};
+
+export const baseTopicNames: TopicNames = {
+  turns: 'turns.l0',
+  compactions: 'compactions',
+  markers: 'markers',
+  deadletter: 'deadletter',
+};
+
+/** The topic names under a prefix; every service takes TOPIC_PREFIX (default '') so tests isolate by it. */
+export function topicNames(prefix = ''): TopicNames {
+  return {
+    turns: `${prefix}${baseTopicNames.turns}`,
+    compactions: `${prefix}${baseTopicNames.compactions}`,
+    markers: `${prefix}${baseTopicNames.markers}`,
+    deadletter: `${prefix}${baseTopicNames.deadletter}`,
+  };
+}
+
+/** The key of every record of a session, on every topic: one session's events stay in one partition. */
+export function sessionKey(tenantId: string, sessionId: string): string {
+  return `${tenantId}/${sessionId}`;
+}
+
+/**
+ * The registry subject of a record on a topic (TopicRecordNameStrategy), so that one topic can carry
+ * several record types (markers) and each evolves on its own.
+ */
+export function subjectOf(topic: string, record: RecordName): string {
+  return `${topic}-tidemark.v1.${record}`;
+}
+
+export const defaultPartitions = 4;
+
+// Event topics keep everything: turns.l0 is the source of truth and is replayed from the start, and
+// compactions and markers are replayed with it. Dead letters are diagnostics, kept for 30 days.
+const keepForever = { 'retention.ms': '-1', 'cleanup.policy': 'delete' } as const;
+const thirtyDays = String(30 * 24 * 60 * 60 * 1000);
+
+/** The settings of a role's topic. */
+export function topicSettings(
+  role: TopicRole,
+  partitions: number = defaultPartitions,
+): Omit<ITopicConfig, 'topic'> {
+  switch (role) {
+    case 'turns':
+    case 'compactions':
+    case 'markers':
+      return { numPartitions: partitions, replicationFactor: -1, configEntries: entries(keepForever) };
+    case 'deadletter':
+      return {
+        numPartitions: 1,
+        replicationFactor: -1,
+        configEntries: entries({ 'retention.ms': thirtyDays, 'cleanup.policy': 'delete' }),
+      };
+    default: {
+      const never: never = role;
+      throw new Error(`unknown role ${String(never)}`);
+    }
+  }
+}
+
+function entries(config: Readonly<Record<string, string>>): { name: string; value: string }[] {
+  return Object.entries(config).map(([name, value]) => ({ name, value }));
+}
+
+/**
+ * Creates every missing topic with its settings and waits until each partition of every topic has a
+ * leader. Idempotent: topics that exist are left as they are, and concurrent callers do not fail.
+ */
+export async function provisionTopics(
+  admin: Admin,
+  topics: TopicNames,
+  options: { partitions?: number; timeoutMs?: number } = {},
+): Promise<void> {
+  const partitions = options.partitions ?? defaultPartitions;
+  if (!Number.isInteger(partitions) || partitions < 1) {
+    throw new RangeError(`partitions must be a positive integer, not ${partitions}`);
+  }
+  const existing = new Set(await admin.listTopics());
+  const missing = topicRoles
+    .filter((role) => !existing.has(topics[role]))
+    .map((role) => ({ topic: topics[role], ...topicSettings(role, partitions) }));
+  if (missing.length > 0) {
+    try {
+      // false (not an error) when another caller created them first.
+      await admin.createTopics({ topics: missing, waitForLeaders: true });
+    } catch (error) {
+      if (!isAlreadyExists(error)) throw error;
+    }
+  }
+  await waitForLeaders(
+    admin,
+    topicRoles.map((role) => topics[role]),
+    options.timeoutMs ?? 30_000,
+  );
+}
+
+function isAlreadyExists(error: unknown): boolean {
+  const errors = (error as { errors?: { type?: string }[] } | null)?.errors;
+  return Array.isArray(errors) && errors.length > 0 && errors.every((e) => e.type === 'TOPIC_ALREADY_EXISTS');
+}
+
+async function waitForLeaders(admin: Admin, topics: readonly string[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (let delay = 50; ; delay = Math.min(delay * 2, 1_000)) {
+    try {
+      const { topics: metadata } = await admin.fetchTopicMetadata({ topics: [...topics] });
+      const leaderless = metadata.filter(
+        (t) => t.partitions.length === 0 || t.partitions.some((p) => p.leader < 0),
+      );
+      if (leaderless.length === 0) return;
+    } catch (error) {
+      // A topic just created may not be in the metadata yet (UNKNOWN_TOPIC_OR_PARTITION): wait for it.
+      if (Date.now() > deadline) throw error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`topics ${topics.join(', ')} have no leader after ${timeoutMs} ms`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, delay));
+  }
+}
