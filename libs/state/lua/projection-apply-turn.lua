@@ -19,6 +19,7 @@
   KEYS[10] dispkey  zset  disposition lookup index, lexicographic: "<key prefix><seq><index>|<fact>"
   KEYS[11] art      zset  artifact span index, as disp
   KEYS[12] artkey   zset  artifact lookup index, as dispkey
+  KEYS[13] skipped  hash  seq -> the skipped-change triples of that turn (for its redeliveries)
 
   ARGV[1]  seq (canonical integer text)
   ARGV[2]  turnId
@@ -32,7 +33,8 @@
 
   Returns  {1, seq, index, reason, endSeq, ...}  applied; a triple per skipped change (endSeq is the
                                                   seq an item already ended at, for item_not_open, else 0)
-           {2, applied}                           a redelivery (same seq, same turnId): nothing changed
+           {2, applied, index, reason, endSeq, ...}  a redelivery (same seq, same turnId): nothing
+                                                  changed; the triples are those of its first apply
            {-1, applied}                          seq_gap
            {-2, applied, turnId}                  seq_duplicate_conflict (the turnId applied at that seq)
            {-3, applied, turnId}                  seq_regression
@@ -55,7 +57,14 @@ end
 if seq <= applied then
   local turnId = redis.call('HGET', KEYS[2], ARGV[1])
   if turnId == ARGV[2] then
-    return {2, applied}
+    local reply = {2, applied}
+    local skipped = redis.call('HGET', KEYS[13], ARGV[1])
+    if skipped then
+      for field in string.gmatch(skipped, '[^,]+') do
+        reply[#reply + 1] = field
+      end
+    end
+    return reply
   end
   if seq == applied then
     markBroken('seq_duplicate_conflict')
@@ -156,5 +165,6 @@ redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
 redis.call('HSET', KEYS[1], 'applied', ARGV[1])
 if firstReason then
   markBroken(firstReason)
+  redis.call('HSET', KEYS[13], ARGV[1], table.concat(reply, ',', 3))
 end
 return reply

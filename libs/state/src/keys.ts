@@ -16,6 +16,7 @@
 //   <prefix>proj:{tenant/session}:dispkey  zset    lexicographic "<key prefix><seq><index>|<fact>" (latest per key)
 //   <prefix>proj:{tenant/session}:art      zset    as disp, for artifacts
 //   <prefix>proj:{tenant/session}:artkey   zset    as dispkey, for artifact paths
+//   <prefix>proj:{tenant/session}:skipped  hash    seq -> the turn's skipped changes (told again on redelivery)
 
 export interface SessionKeys {
   readonly meta: string;
@@ -30,6 +31,7 @@ export interface SessionKeys {
   readonly dispkey: string;
   readonly art: string;
   readonly artkey: string;
+  readonly skipped: string;
 }
 
 export function sessionKeys(prefix: string, tenantId: string, sessionId: string): SessionKeys {
@@ -47,6 +49,7 @@ export function sessionKeys(prefix: string, tenantId: string, sessionId: string)
     dispkey: `${base}dispkey`,
     art: `${base}art`,
     artkey: `${base}artkey`,
+    skipped: `${base}skipped`,
   };
 }
 

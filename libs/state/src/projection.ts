@@ -71,7 +71,14 @@ export interface PositionedTurn {
 
 /** What applying one turn did: core's ApplyResult, for the turn at its turns.l0 position. */
 export interface ApplyOutcome extends PositionedTurn {
+  /** Exactly what core's SessionFold.apply answers for the turn. */
   readonly result: ApplyResult;
+  /**
+   * The turn's skipped changes: those of `result` when it was applied now, and for a redelivery those of
+   * its first apply (the fold reports none then), so that a crash between applying and dead-lettering
+   * loses no dead letter. Empty for a refused turn.
+   */
+  readonly skipped: readonly ChangeRejection[];
 }
 
 /** A batch applied under an epoch: its outcomes, or the news that the projection is no longer that epoch's. */
@@ -143,7 +150,7 @@ export class Projection {
     this.#pollMinMs = options.pollMinMs ?? 2;
     this.#pollMaxMs = options.pollMaxMs ?? 25;
     // defineCommand keeps one script per name and connection; loading it again is harmless.
-    redis.defineCommand('tidemarkProjectionApply', { numberOfKeys: 12, lua: scripts.apply });
+    redis.defineCommand('tidemarkProjectionApply', { numberOfKeys: 13, lua: scripts.apply });
     redis.defineCommand('tidemarkProjectionStateAt', { numberOfKeys: 10, lua: scripts.stateAt });
     redis.defineCommand('tidemarkProjectionWatermark', { numberOfKeys: 2, lua: scripts.watermark });
     redis.defineCommand('tidemarkProjectionMarkBroken', { numberOfKeys: 1, lua: scripts.markBroken });
@@ -213,10 +220,10 @@ export class Projection {
         const { turn, partition, offset } = plan.positioned;
         if (plan.kind === 'refused') {
           if (plan.markAt !== null) next++;
-          return { turn, partition, offset, result: plan.result };
+          return { turn, partition, offset, result: plan.result, skipped: [] };
         }
         const reply = replies[next++] as unknown[];
-        return { turn, partition, offset, result: readApplyReply(turn, reply, plan.stateless) };
+        return { turn, partition, offset, ...readApplyReply(turn, reply, plan.stateless) };
       });
     };
   }
@@ -631,25 +638,37 @@ function readApplyReply(
   turn: TurnEvent,
   reply: unknown[],
   stateless: ReadonlyMap<number, string>,
-): ApplyResult {
+): { result: ApplyResult; skipped: readonly ChangeRejection[] } {
   const status = Number(reply[0]);
   const seq = turn.seq;
+  const triples = (): ChangeRejection[] => {
+    const rejected: ChangeRejection[] = [];
+    for (let i = 2; i < reply.length; i += 3) {
+      const index = Number(reply[i]);
+      const reason = String(reply[i + 1]) as ChangeRejectionReason;
+      rejected.push({
+        index,
+        reason,
+        message: rejectionMessage(turn, index, reason, Number(reply[i + 2]), stateless),
+      });
+    }
+    return rejected;
+  };
   switch (status) {
     case 1: {
-      const rejected: ChangeRejection[] = [];
-      for (let i = 2; i < reply.length; i += 3) {
-        const index = Number(reply[i]);
-        const reason = String(reply[i + 1]) as ChangeRejectionReason;
-        rejected.push({
-          index,
-          reason,
-          message: rejectionMessage(turn, index, reason, Number(reply[i + 2]), stateless),
-        });
-      }
-      return { ok: true, seq, duplicate: false, rejected };
+      const rejected = triples();
+      return { result: { ok: true, seq, duplicate: false, rejected }, skipped: rejected };
     }
     case 2:
-      return { ok: true, seq, duplicate: true, rejected: [] };
+      return { result: { ok: true, seq, duplicate: true, rejected: [] }, skipped: triples() };
+    default:
+      return { result: readRefusal(turn, reply, status), skipped: [] };
+  }
+}
+
+function readRefusal(turn: TurnEvent, reply: unknown[], status: number): ApplyResult {
+  const seq = turn.seq;
+  switch (status) {
     case -1: {
       const applied = Number(reply[1]);
       return {
@@ -751,6 +770,7 @@ function applyKeys(keys: SessionKeys): string[] {
     keys.dispkey,
     keys.art,
     keys.artkey,
+    keys.skipped,
   ];
 }
 

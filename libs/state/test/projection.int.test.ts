@@ -255,6 +255,19 @@ describe('Projection', () => {
     expect(await dump(redis, prefix)).toEqual(before);
   });
 
+  it('tells a redelivery the changes its first apply skipped, so no dead letter is lost to a crash', async () => {
+    const { projection: store } = projection();
+    const [first, second] = generateSession(12, { turns: 2, sessionId: 'skips' });
+    const ghost: StateChange = { type: 'item_closed', itemId: 'ghost', outcome: 'ok', detail: null };
+    const bad = { ...second!, changes: [ghost, ...second!.changes, { ...ghost, itemId: '' }] };
+    const [, applied] = await store.applyBatch(positioned([first!, bad]));
+    expect(applied!.skipped.map((r) => r.reason)).toEqual(['unknown_item', 'missing_ids']);
+    const [redelivered] = await store.applyBatch([{ turn: bad, partition: 0, offset: 1 }]);
+    expect(redelivered!.result).toEqual({ ok: true, seq: 2, duplicate: true, rejected: [] });
+    expect(redelivered!.skipped).toEqual(applied!.skipped);
+    expect((await store.watermark('tenant-a', 'skips')).broken).toEqual({ seq: 2, reason: 'unknown_item' });
+  });
+
   it('records where each turn lives in turns.l0, and the watermark', async () => {
     const { projection: store } = projection();
     const turns = generateSession(3, { turns: 5, sessionId: 'pos' });
