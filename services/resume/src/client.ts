@@ -1,0 +1,245 @@
+import {
+  buildResumeContext,
+  TidemarkCoreError,
+  type Compaction,
+  type Frame,
+  type ResumeContext,
+  type ResumeMessage,
+  type ResumePlan,
+  type TurnEvent,
+} from '@tidemark/core';
+import type { Logger } from 'pino';
+import type { ResumeMetrics } from './metrics.js';
+import type { L0Span } from './l0-reader.js';
+
+// One resume, in process: the library agent runtimes embed and the code behind the HTTP handler. It
+// never repairs a summary and never mixes a distrusted node with raw patches: the plan (decided by the
+// worker with core decideResume) names one node or none, and the context is that node plus every raw
+// turn after its boundary, assembled by core buildResumeContext.
+//
+// Round trips for a digest-mode resume: one to Redis (plan + node in one script, the projection's
+// watermark and epoch sent alongside on the same connection), then one Kafka fetch per 4 MiB of raw span.
+// Raw mode from the session start adds one Redis round trip (where seq 1 lives in turns.l0).
+
+/** The plan store as the client reads it (PlanStore from @tidemark/state). */
+export interface PlanReader {
+  read(ref: {
+    tenantId: string;
+    sessionId: string;
+  }): Promise<
+    { ok: true; plan: ResumePlan | null; node: Compaction | null } | { ok: false; reason: 'no_epoch' }
+  >;
+  recordContextHash(ref: { tenantId: string; sessionId: string }, key: string, hash: string): Promise<string>;
+}
+
+/** The L0 projection as the client reads it (Projection from @tidemark/state). */
+export interface SessionLog {
+  epoch(): Promise<string | null>;
+  watermark(tenantId: string, sessionId: string): Promise<{ readonly appliedSeq: number }>;
+  l0Position(
+    tenantId: string,
+    sessionId: string,
+    seq: number,
+  ): Promise<{ partition: number; offset: number } | null>;
+}
+
+export interface TurnReader {
+  read(span: L0Span): Promise<TurnEvent[]>;
+}
+
+/** A resume context as the API returns it. */
+export interface ResumeResult {
+  readonly tenantId: string;
+  readonly sessionId: string;
+  readonly mode: ResumePlan['mode'];
+  /** The marker the context starts from: the plan's marker (digest), the checkpoint's (raw), or null. */
+  readonly markerId: string | null;
+  /** The node whose narrative and state open the context; null when it is the raw log alone. */
+  readonly nodeId: string | null;
+  /** Raw mode only: why (no_marker, newest_invalid). */
+  readonly reason: 'no_marker' | 'newest_invalid' | null;
+  readonly frame: Frame | null;
+  /** The raw turns appended after the node: rawFromSeq..rawToSeq (none when rawToSeq < rawFromSeq). */
+  readonly rawFromSeq: number;
+  readonly rawToSeq: number;
+  readonly messages: readonly ResumeMessage[];
+  readonly contextHash: string;
+}
+
+/** Why a session cannot be resumed right now. Expected outcomes, not errors. */
+export type ResumeRefusal =
+  /** Neither a plan nor a raw turn for this tenant and session. */
+  | 'session_not_found'
+  /** The session has turns but no marker decision was applied yet (no plan to resume by). */
+  | 'no_plan'
+  /** The plan starts from a node the worker has not stored yet (the compactions topic is behind). */
+  | 'node_pending'
+  /** The projection has not applied the turns up to the plan's boundary (it is behind or rebuilding). */
+  | 'projection_behind'
+  /** The resume store or the projection was lost and is being rebuilt from the topics. */
+  | 'rebuilding'
+  /** turns.l0 did not return every raw turn the projection says exists. */
+  | 'l0_incomplete';
+
+export type ResumeOutcome =
+  | { readonly ok: true; readonly result: ResumeResult; readonly context: ResumeContext }
+  | { readonly ok: false; readonly code: ResumeRefusal; readonly message: string };
+
+/** The resume could not be served because a dependency failed (Redis, Kafka, the registry). */
+export class ResumeUnavailableError extends Error {
+  override readonly name = 'ResumeUnavailableError';
+  readonly retriable = true;
+  constructor(message: string, options: { cause: unknown }) {
+    super(message, options);
+  }
+}
+
+export interface ResumeClientDeps {
+  readonly plans: PlanReader;
+  readonly log: SessionLog;
+  readonly turns: TurnReader;
+  /** The turns.l0 topic name (with the deployment's prefix). */
+  readonly turnsTopic: string;
+  readonly metrics?: ResumeMetrics;
+  readonly logger?: Logger;
+  /** Compare every context with the first served for the same node and raw span (default true). */
+  readonly divergenceChecks?: boolean;
+}
+
+export interface ResumeClient {
+  resume(tenantId: string, sessionId: string): Promise<ResumeOutcome>;
+}
+
+const refusalMessages: Readonly<Record<ResumeRefusal, string>> = {
+  session_not_found: 'no such session',
+  no_plan: 'the session has turns but no marker has been decided for it yet; retry later',
+  node_pending: 'the compaction the plan starts from is not stored yet; retry shortly',
+  projection_behind: 'the projection has not applied the session up to its plan yet; retry shortly',
+  rebuilding: 'resume state is being rebuilt from the log; retry shortly',
+  l0_incomplete: 'turns.l0 did not return every raw turn of the span; retry shortly',
+};
+
+export function refusal(code: ResumeRefusal): ResumeOutcome {
+  return { ok: false, code, message: refusalMessages[code] };
+}
+
+export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClient {
+  const { plans, log, turns, metrics } = deps;
+  const checkDivergence = deps.divergenceChecks ?? true;
+
+  const attempt = async (tenantId: string, sessionId: string): Promise<ResumeOutcome> => {
+    const ref = { tenantId, sessionId };
+    // Sent together: ioredis writes all three on one connection before reading any reply.
+    const [stored, epoch, watermark] = await Promise.all([
+      plans.read(ref),
+      log.epoch(),
+      log.watermark(tenantId, sessionId),
+    ]);
+    if (!stored.ok || epoch === null) return refusal('rebuilding');
+    const { plan, node } = stored;
+    if (plan === null) return refusal(watermark.appliedSeq > 0 ? 'no_plan' : 'session_not_found');
+    const nodeId = nodeIdOf(plan);
+    if (nodeId !== null && node?.compactionId !== nodeId) return refusal('node_pending');
+    const rawToSeq = watermark.appliedSeq;
+    if (rawToSeq < plan.rawFromSeq - 1) return refusal('projection_behind');
+
+    let raw: TurnEvent[] = [];
+    if (rawToSeq >= plan.rawFromSeq) {
+      const start = await startOf(plan);
+      if (start === null) return refusal('projection_behind');
+      raw = await turns.read({
+        topic: deps.turnsTopic,
+        partition: start.partition,
+        fromOffset: start.offset,
+        // Read forward until the last applied seq is found (or the end of the partition).
+        toOffset: Number.MAX_SAFE_INTEGER,
+        key: `${tenantId}/${sessionId}`,
+        fromSeq: plan.rawFromSeq,
+        toSeq: rawToSeq,
+      });
+      if (raw.length !== rawToSeq - plan.rawFromSeq + 1) return refusal('l0_incomplete');
+    }
+    const context = buildResumeContext({ plan, node: nodeId === null ? null : node, turns: raw });
+    const result: ResumeResult = {
+      tenantId,
+      sessionId,
+      mode: plan.mode,
+      markerId: plan.mode === 'digest' ? plan.marker.markerId : plan.checkpoint.markerId,
+      nodeId,
+      reason: plan.mode === 'raw' ? plan.reason : null,
+      frame: plan.frame,
+      rawFromSeq: plan.rawFromSeq,
+      rawToSeq,
+      messages: context.messages,
+      contextHash: context.contextHash,
+    };
+    metrics?.rawTurns.observe({ mode: plan.mode }, raw.length);
+    if (checkDivergence)
+      divergence(ref, `${nodeId ?? 'start'}:${plan.rawFromSeq}:${rawToSeq}`, context.contextHash);
+    return { ok: true, result, context };
+  };
+
+  // Where the raw span starts in turns.l0: right after the plan's boundary (the marker carries its
+  // partition and offset), or where seq 1 lives when the plan is the session start.
+  const startOf = async (plan: ResumePlan): Promise<{ partition: number; offset: number } | null> => {
+    const boundary =
+      plan.mode === 'digest'
+        ? { partition: plan.marker.l0Partition, offset: plan.marker.l0Offset }
+        : plan.checkpoint.l0Offset === null
+          ? null
+          : { partition: plan.checkpoint.l0Partition, offset: plan.checkpoint.l0Offset };
+    if (boundary !== null) return { partition: boundary.partition, offset: boundary.offset + 1 };
+    return log.l0Position(plan.tenantId, plan.sessionId, plan.rawFromSeq);
+  };
+
+  // The same node and raw span must always give the same bytes; the first hash served is kept and
+  // every later one compared with it, off the request's path.
+  const divergence = (ref: { tenantId: string; sessionId: string }, key: string, hash: string): void => {
+    plans
+      .recordContextHash(ref, key, hash)
+      .then((first) => {
+        const result = first === hash ? 'match' : 'mismatch';
+        metrics?.divergenceChecks.inc({ result });
+        if (result === 'mismatch')
+          deps.logger?.error({ ...ref, key, hash, first }, 'resume context diverged');
+      })
+      .catch((error: unknown) => deps.logger?.warn({ err: error }, 'divergence check failed'));
+  };
+
+  return {
+    async resume(tenantId, sessionId) {
+      const started = process.hrtime.bigint();
+      let outcome: ResumeOutcome;
+      try {
+        outcome = await attempt(tenantId, sessionId);
+      } catch (error) {
+        // A core error is ours (an inconsistent plan), not a dependency's: it stays what it is.
+        if (error instanceof TidemarkCoreError) {
+          metrics?.resumes.inc({ mode: 'none', outcome: 'internal' });
+          throw error;
+        }
+        metrics?.resumes.inc({ mode: 'none', outcome: 'unavailable' });
+        throw error instanceof ResumeUnavailableError
+          ? error
+          : new ResumeUnavailableError(`resume failed: ${(error as Error).message}`, { cause: error });
+      }
+      const mode = outcome.ok ? outcome.result.mode : 'none';
+      metrics?.resumes.inc({ mode, outcome: outcome.ok ? 'ok' : outcome.code });
+      if (outcome.ok) metrics?.latency.observe({ mode }, Number(process.hrtime.bigint() - started) / 1e9);
+      return outcome;
+    },
+  };
+}
+
+function nodeIdOf(plan: ResumePlan): string | null {
+  switch (plan.mode) {
+    case 'digest':
+      return plan.marker.compactionId;
+    case 'raw':
+      return plan.checkpoint.compactionId;
+    default: {
+      const never: never = plan;
+      throw new Error(`unknown plan ${JSON.stringify(never)}`);
+    }
+  }
+}

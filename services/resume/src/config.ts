@@ -1,0 +1,26 @@
+import { commonConfig, z } from '@tidemark/service';
+
+/** The resume service's configuration: the common variables plus its own, parsed once at start. */
+export const resumeConfigSchema = z.object({
+  ...commonConfig,
+  /** The consumer group of the markers consumer; the compactions consumer uses `<group>-nodes`. */
+  RESUME_GROUP_ID: z.string().min(1).default('tidemark-resume'),
+  /** `tenant:sha256hex,tenant:sha256hex` (hash a token with `pnpm --filter @tidemark/resume hash-token`). */
+  RESUME_TOKENS: z.string().optional(),
+  /** A JSON file `[{ "tenantId": "...", "tokenSha256": "<hex>" }]`; read with RESUME_TOKENS when both are set. */
+  RESUME_TOKENS_FILE: z.string().optional(),
+  /** Run the worker (consume markers and compactions); false for an API-only instance. */
+  RESUME_WORKER: z.stringbool().default(true),
+  /** Compare every served context with the first one served for the same node and raw span. */
+  RESUME_DIVERGENCE_CHECKS: z.stringbool().default(true),
+  /** Sessions the worker keeps in memory between batches. */
+  RESUME_CACHE_SESSIONS: z.coerce.number().int().positive().default(10_000),
+  /** Bytes per turns.l0 fetch when reading a raw span. */
+  RESUME_FETCH_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(4 * 1024 * 1024),
+});
+
+export type ResumeConfig = z.infer<typeof resumeConfigSchema>;

@@ -1,0 +1,90 @@
+import { TidemarkCoreError } from '@tidemark/core';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Logger } from 'pino';
+import type { TokenVerifier } from './auth.js';
+import { ResumeUnavailableError, type ResumeClient, type ResumeRefusal } from './client.js';
+import openapi from '../openapi.json' with { type: 'json' };
+
+// The resume HTTP API. The tenant is in the path and must be the token's own: a token of tenant A asking
+// for tenant B gets 403 before anything is looked up, so whether B has such a session never shows.
+// Error bodies are `{ code, message }` and never echo a tenant or session id.
+
+export type ApiErrorCode =
+  ResumeRefusal | 'unauthorized' | 'forbidden' | 'unavailable' | 'internal' | 'bad_request';
+
+const statusOf: Readonly<Record<ApiErrorCode, number>> = {
+  bad_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  session_not_found: 404,
+  no_plan: 409,
+  node_pending: 409,
+  projection_behind: 503,
+  rebuilding: 503,
+  l0_incomplete: 503,
+  unavailable: 503,
+  internal: 500,
+};
+
+const retryAfterSeconds: Partial<Record<ApiErrorCode, number>> = {
+  no_plan: 5,
+  node_pending: 1,
+  projection_behind: 1,
+  rebuilding: 5,
+  l0_incomplete: 1,
+  unavailable: 2,
+};
+
+function fail(reply: FastifyReply, code: ApiErrorCode, message: string): FastifyReply {
+  const retry = retryAfterSeconds[code];
+  if (retry !== undefined) void reply.header('retry-after', String(retry));
+  if (code === 'unauthorized') void reply.header('www-authenticate', 'Bearer realm="tidemark-resume"');
+  return reply.code(statusOf[code]).send({ code, message });
+}
+
+const idPattern = /^[\w.:@-]{1,256}$/;
+
+export function registerResumeRoutes(
+  http: FastifyInstance,
+  options: { client: ResumeClient; tokens: TokenVerifier; logger: Logger },
+): void {
+  const { client, tokens, logger } = options;
+
+  http.get('/openapi.json', () => openapi);
+
+  http.get<{ Params: { tenantId: string; sessionId: string } }>(
+    '/v1/sessions/:tenantId/:sessionId/resume',
+    async (request, reply) => {
+      const auth = tokens.authenticate(request.headers.authorization);
+      if (!auth.ok) {
+        return fail(
+          reply,
+          'unauthorized',
+          auth.reason === 'missing' ? 'a bearer token is required' : 'the bearer token is not valid',
+        );
+      }
+      const { tenantId, sessionId } = request.params;
+      if (auth.tenantId !== tenantId)
+        return fail(reply, 'forbidden', "the token may not read this tenant's sessions");
+      if (!idPattern.test(sessionId)) return fail(reply, 'bad_request', 'the session id is not valid');
+      try {
+        const outcome = await client.resume(tenantId, sessionId);
+        if (!outcome.ok) return fail(reply, outcome.code, outcome.message);
+        return reply.code(200).send(outcome.result);
+      } catch (error) {
+        if (error instanceof ResumeUnavailableError) {
+          logger.warn({ err: error, tenantId, sessionId }, 'resume unavailable');
+          return fail(
+            reply,
+            'unavailable',
+            'a dependency of the resume service is unavailable; retry shortly',
+          );
+        }
+        logger.error({ err: error, tenantId, sessionId }, 'resume failed');
+        const message =
+          error instanceof TidemarkCoreError ? 'the resume state is inconsistent' : 'internal error';
+        return fail(reply, 'internal', message);
+      }
+    },
+  );
+}

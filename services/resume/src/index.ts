@@ -1,0 +1,14 @@
+// @tidemark/resume: the resume worker (markers → a resume plan per session), the HTTP API and the
+// in-process library agent runtimes resume with.
+export { createResume, tokensFromConfig, type ResumeDeps, type ResumeService } from './service.js';
+export { createResumeClient, type ResumeClientOptions, type ResumeLibraryClient } from './library.js';
+export {
+  ResumeUnavailableError,
+  type ResumeClient,
+  type ResumeOutcome,
+  type ResumeRefusal,
+  type ResumeResult,
+} from './client.js';
+export { resumeConfigSchema, type ResumeConfig } from './config.js';
+export { hashToken, parseTokenList, readTokenFile, TokenVerifier, type TokenEntry } from './auth.js';
+export { ResumeWorker } from './worker.js';

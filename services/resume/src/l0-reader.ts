@@ -1,0 +1,188 @@
+import type { TurnEvent } from '@tidemark/core';
+import type { Kafka } from 'kafkajs';
+
+// Reads a span of one session's raw turns from turns.l0 by offset: fetch the session's partition at the
+// first needed offset and read forward until the last, keeping the session's records (by key). No
+// consumer group is joined (joining costs a rebalance, hundreds of milliseconds, per read): the reader
+// sends Fetch requests straight to the partition leader, over the connection pool of a kafkajs cluster.
+// kafkajs has no public API for that (its consumer only reads through a group), so the reader reaches
+// its cluster through the client's private factory. kafkajs is frozen at 2.2.4 (pinned in the catalog),
+// so that internal cannot move under us; this file is the only place that knows it.
+
+/** The part of kafkajs's internal Cluster and Broker the reader uses. */
+interface FetchPartition {
+  readonly partition: number;
+  readonly errorCode: number;
+  readonly highWatermark: string;
+  readonly messages: readonly {
+    readonly offset: string;
+    readonly key: Buffer | null;
+    readonly value: Buffer | null;
+    readonly isControlRecord?: boolean;
+  }[];
+}
+interface Broker {
+  fetch(request: {
+    replicaId: number;
+    isolationLevel: number;
+    maxWaitTime: number;
+    minBytes: number;
+    maxBytes: number;
+    topics: { topic: string; partitions: { partition: number; fetchOffset: string; maxBytes: number }[] }[];
+  }): Promise<{ responses: { topicName: string; partitions: FetchPartition[] }[] }>;
+}
+interface Cluster {
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  addTargetTopic(topic: string): Promise<void>;
+  refreshMetadata(): Promise<void>;
+  findLeaderForPartitions(topic: string, partitions: number[]): Record<string, number[]>;
+  findBroker(options: { nodeId: string }): Promise<Broker>;
+}
+
+export interface L0Span {
+  readonly topic: string;
+  readonly partition: number;
+  /** Where to start reading: at or before the first wanted turn. */
+  readonly fromOffset: number;
+  /** The offset of the last wanted turn (inclusive). */
+  readonly toOffset: number;
+  /** The session's record key (`tenant/session`): other sessions' records in between are skipped. */
+  readonly key: string;
+  /** The seqs wanted, inclusive; records outside (and repeats of a seq) are skipped. */
+  readonly fromSeq: number;
+  readonly toSeq: number;
+}
+
+export interface L0Record {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+}
+
+export interface L0ReaderOptions {
+  readonly kafka: Kafka;
+  /** Decodes a turns.l0 record (registry framing included); null for one that is not a valid turn. */
+  readonly decode: (record: L0Record) => Promise<TurnEvent | null>;
+  /** Bytes per fetch (default 4 MiB): a 1,000-turn span of ~1 KiB turns is one fetch. */
+  readonly fetchBytes?: number;
+}
+
+const READ_COMMITTED = 1;
+const OFFSET_OUT_OF_RANGE = 1;
+const NOT_LEADER = new Set([3, 6]); // UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER
+
+export class L0Reader {
+  readonly #kafka: Kafka;
+  readonly #decode: (record: L0Record) => Promise<TurnEvent | null>;
+  readonly #fetchBytes: number;
+  #cluster: Promise<Cluster> | null = null;
+  readonly #topics = new Set<string>();
+
+  constructor(options: L0ReaderOptions) {
+    this.#kafka = options.kafka;
+    this.#decode = options.decode;
+    this.#fetchBytes = options.fetchBytes ?? 4 * 1024 * 1024;
+  }
+
+  #connect(): Promise<Cluster> {
+    this.#cluster ??= (async () => {
+      const factory = Object.getOwnPropertySymbols(this.#kafka).find(
+        (symbol) => symbol.description === 'private:Kafka:createCluster',
+      );
+      if (factory === undefined)
+        throw new Error('kafkajs changed: no cluster factory (is kafkajs still 2.2.4?)');
+      const create = (this.#kafka as unknown as Record<symbol, (options: object) => Cluster>)[factory]!;
+      const cluster = create({ allowAutoTopicCreation: false, isolationLevel: READ_COMMITTED });
+      await cluster.connect();
+      return cluster;
+    })().catch((error: unknown) => {
+      this.#cluster = null;
+      throw error;
+    });
+    return this.#cluster;
+  }
+
+  async #leader(cluster: Cluster, topic: string, partition: number, refresh: boolean): Promise<Broker> {
+    if (!this.#topics.has(topic)) {
+      await cluster.addTargetTopic(topic);
+      this.#topics.add(topic);
+    } else if (refresh) {
+      await cluster.refreshMetadata();
+    }
+    const leaders = cluster.findLeaderForPartitions(topic, [partition]);
+    const nodeId = Object.keys(leaders)[0];
+    if (nodeId === undefined) throw new Error(`no leader for ${topic}[${partition}]`);
+    return cluster.findBroker({ nodeId });
+  }
+
+  /** The session's turns fromSeq..toSeq, in seq order (the first record of each seq wins). */
+  async read(span: L0Span): Promise<TurnEvent[]> {
+    const cluster = await this.#connect();
+    const turns: TurnEvent[] = [];
+    let next = span.fromSeq;
+    let offset = span.fromOffset;
+    let refresh = false;
+    while (offset <= span.toOffset && next <= span.toSeq) {
+      const broker = await this.#leader(cluster, span.topic, span.partition, refresh);
+      const response = await broker.fetch({
+        replicaId: -1,
+        isolationLevel: READ_COMMITTED,
+        maxWaitTime: 0,
+        minBytes: 1,
+        maxBytes: this.#fetchBytes,
+        topics: [
+          {
+            topic: span.topic,
+            partitions: [
+              { partition: span.partition, fetchOffset: String(offset), maxBytes: this.#fetchBytes },
+            ],
+          },
+        ],
+      });
+      const data = response.responses[0]?.partitions[0];
+      if (data === undefined) throw new Error(`no fetch response for ${span.topic}[${span.partition}]`);
+      if (NOT_LEADER.has(data.errorCode) && !refresh) {
+        refresh = true;
+        continue;
+      }
+      if (data.errorCode === OFFSET_OUT_OF_RANGE) break;
+      if (data.errorCode !== 0)
+        throw new Error(`fetch ${span.topic}[${span.partition}] failed: error ${data.errorCode}`);
+      refresh = false;
+      let progressed = false;
+      for (const message of data.messages) {
+        const at = Number(message.offset);
+        // A fetch may start at the record batch containing the offset; control records carry no turn.
+        if (at < offset) continue;
+        progressed = true;
+        offset = at + 1;
+        if (at > span.toOffset) break;
+        if (message.isControlRecord === true) continue;
+        if (message.key?.toString('utf8') !== span.key) continue;
+        const turn = await this.#decode({
+          topic: span.topic,
+          partition: span.partition,
+          offset: at,
+          key: message.key,
+          value: message.value,
+        });
+        // A record the materializer refused is not in the projection either: skip it like a repeat.
+        if (turn === null || turn.seq !== next) continue;
+        turns.push(turn);
+        next += 1;
+      }
+      // Nothing at or past the offset below the high watermark: the span's end is not readable (yet).
+      if (!progressed) break;
+    }
+    return turns;
+  }
+
+  async close(): Promise<void> {
+    const cluster = this.#cluster;
+    this.#cluster = null;
+    if (cluster !== null) await (await cluster.catch(() => null))?.disconnect();
+  }
+}

@@ -1,0 +1,87 @@
+import type { TurnEvent } from '@tidemark/core';
+import {
+  type Bus,
+  decodeRecord,
+  defaultMaxEventBytes,
+  Registry as SchemaRegistryClient,
+  topicNames,
+} from '@tidemark/contract';
+import { PlanStore, Projection } from '@tidemark/state';
+import type { Redis } from 'ioredis';
+import type { Kafka } from 'kafkajs';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { createResumeClientFrom, type ResumeClient } from './client.js';
+import { L0Reader, type L0Record } from './l0-reader.js';
+import { resumeMetrics } from './metrics.js';
+
+// The in-process library: what an agent runtime that embeds Tidemark calls on restart, and exactly what
+// the HTTP handler calls. It needs the Redis the resume worker writes plans to and the Kafka cluster
+// holding turns.l0 (a Bus, or a kafkajs client plus the schema registry's URL).
+
+export type ResumeClientOptions = {
+  readonly redis: Redis;
+  /** Key prefix of the resume store and the projection (REDIS_PREFIX; default `tidemark:`). */
+  readonly redisPrefix?: string;
+  readonly metrics?: Registry;
+  readonly logger?: Logger;
+  /** Compare each context with the first served for the same node and raw span (default true). */
+  readonly divergenceChecks?: boolean;
+  /** Bytes per turns.l0 fetch (default 4 MiB). */
+  readonly fetchBytes?: number;
+} & (
+  | { readonly bus: Bus }
+  | {
+      readonly kafka: Kafka;
+      readonly registryUrl: string;
+      /** TOPIC_PREFIX (default ''). */
+      readonly topicPrefix?: string;
+    }
+);
+
+export interface ResumeLibraryClient extends ResumeClient {
+  /** Closes the turns.l0 reader's connections (the Redis and Kafka clients passed in stay open). */
+  close(): Promise<void>;
+}
+
+export function createResumeClient(options: ResumeClientOptions): ResumeLibraryClient {
+  const prefix = options.redisPrefix ?? 'tidemark:';
+  const { kafka, registry, turnsTopic, maxEventBytes } =
+    'bus' in options
+      ? {
+          kafka: options.bus.kafka,
+          registry: options.bus.registry,
+          turnsTopic: options.bus.topics.turns,
+          maxEventBytes: options.bus.maxEventBytes,
+        }
+      : {
+          kafka: options.kafka,
+          registry: new SchemaRegistryClient(options.registryUrl),
+          turnsTopic: topicNames(options.topicPrefix ?? '').turns,
+          maxEventBytes: defaultMaxEventBytes,
+        };
+  // The same decoding as every consumer (registry framing, schema resolution, validation, size bound):
+  // a record the materializer dead-lettered is not a turn here either.
+  const decode = async (record: L0Record): Promise<TurnEvent | null> => {
+    const outcome = await decodeRecord('turns', { ...record }, (id) => registry.writer(id), maxEventBytes);
+    return outcome.ok ? outcome.value : null;
+  };
+  const reader = new L0Reader({
+    kafka,
+    decode,
+    ...(options.fetchBytes === undefined ? {} : { fetchBytes: options.fetchBytes }),
+  });
+  const client = createResumeClientFrom({
+    plans: new PlanStore(options.redis, { prefix }),
+    log: new Projection(options.redis, { prefix }),
+    turns: reader,
+    turnsTopic,
+    ...(options.metrics === undefined ? {} : { metrics: resumeMetrics(options.metrics) }),
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+    ...(options.divergenceChecks === undefined ? {} : { divergenceChecks: options.divergenceChecks }),
+  });
+  return {
+    resume: (tenantId, sessionId) => client.resume(tenantId, sessionId),
+    close: () => reader.close(),
+  };
+}

@@ -1,0 +1,67 @@
+import { Counter, Histogram, type Registry } from 'prom-client';
+
+/** The resume service's metrics, registered on the injected registry (one per process or per test). */
+export interface ResumeMetrics {
+  readonly resumes: Counter<'mode' | 'outcome'>;
+  readonly latency: Histogram<'mode'>;
+  readonly divergenceChecks: Counter<'result'>;
+  readonly rawTurns: Histogram<'mode'>;
+  readonly decisions: Counter<'type'>;
+  readonly nodes: Counter;
+  readonly conflicts: Counter<'reason'>;
+}
+
+const cache = new WeakMap<Registry, ResumeMetrics>();
+
+export function resumeMetrics(registry: Registry): ResumeMetrics {
+  const existing = cache.get(registry);
+  if (existing !== undefined) return existing;
+  const registers = [registry];
+  const metrics: ResumeMetrics = {
+    resumes: new Counter({
+      name: 'tidemark_resume_requests_total',
+      help: 'Resumes served, by mode (digest, raw, none) and outcome (ok or the error code).',
+      labelNames: ['mode', 'outcome'],
+      registers,
+    }),
+    latency: new Histogram({
+      name: 'tidemark_resume_latency_seconds',
+      help: 'Time to assemble a resume context, by mode.',
+      labelNames: ['mode'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    }),
+    divergenceChecks: new Counter({
+      name: 'tidemark_resume_divergence_checks_total',
+      help: 'Contexts compared with the first context served for the same node and raw span: match or mismatch.',
+      labelNames: ['result'],
+      registers,
+    }),
+    rawTurns: new Histogram({
+      name: 'tidemark_resume_raw_turns',
+      help: 'Raw turns read from turns.l0 per resume, by mode.',
+      labelNames: ['mode'],
+      buckets: [0, 1, 10, 40, 100, 400, 1000, 4000, 10000],
+      registers,
+    }),
+    decisions: new Counter({
+      name: 'tidemark_resume_decisions_total',
+      help: 'Marker decisions applied to resume plans, by type.',
+      labelNames: ['type'],
+      registers,
+    }),
+    nodes: new Counter({
+      name: 'tidemark_resume_nodes_stored_total',
+      help: 'Compaction nodes stored for resumes.',
+      registers,
+    }),
+    conflicts: new Counter({
+      name: 'tidemark_resume_plan_conflicts_total',
+      help: 'Plan writes refused by the store (conflict: another worker moved the session; epoch: Redis lost).',
+      labelNames: ['reason'],
+      registers,
+    }),
+  };
+  cache.set(registry, metrics);
+  return metrics;
+}

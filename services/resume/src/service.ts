@@ -1,0 +1,175 @@
+import { randomUUID } from 'node:crypto';
+import { Bus, topicNames } from '@tidemark/contract';
+import {
+  createLogger,
+  type Logger,
+  Registry,
+  type ServiceComponent,
+  type ServiceHost,
+} from '@tidemark/service';
+import { PlanStore } from '@tidemark/state';
+import { Redis } from 'ioredis';
+import { parseTokenList, readTokenFile, TokenVerifier, type TokenEntry } from './auth.js';
+import { createResumeClient, type ResumeLibraryClient } from './library.js';
+import type { ResumeConfig } from './config.js';
+import { registerResumeRoutes } from './http.js';
+import { resumeMetrics } from './metrics.js';
+import { ResumeWorker } from './worker.js';
+
+// The resume service: the worker (markers → plans, compactions → nodes) and the HTTP API over the
+// library client, in one component. createResume registers its routes on the host it is given (the
+// all-in-one process shares one); it never touches process signals.
+
+export interface ResumeDeps {
+  /** The host to register the HTTP routes on (and whose metrics registry and logger to use). */
+  readonly host?: ServiceHost;
+  readonly logger?: Logger;
+  readonly metrics?: Registry;
+  /** Tokens, overriding RESUME_TOKENS / RESUME_TOKENS_FILE (tests). */
+  readonly tokens?: readonly TokenEntry[];
+}
+
+export interface ResumeService extends ServiceComponent {
+  /** The in-process library the HTTP handler uses (available after start). */
+  readonly client: ResumeLibraryClient;
+  readonly worker: ResumeWorker | null;
+}
+
+export function tokensFromConfig(config: ResumeConfig): TokenEntry[] {
+  return [
+    ...(config.RESUME_TOKENS === undefined ? [] : parseTokenList(config.RESUME_TOKENS)),
+    ...(config.RESUME_TOKENS_FILE === undefined ? [] : readTokenFile(config.RESUME_TOKENS_FILE)),
+  ];
+}
+
+export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): ResumeService {
+  const logger = deps.logger ?? deps.host?.logger ?? createLogger('resume', config.LOG_LEVEL);
+  const registry = deps.metrics ?? deps.host?.metrics ?? new Registry();
+  const metrics = resumeMetrics(registry);
+  const tokens = new TokenVerifier(deps.tokens ?? tokensFromConfig(config));
+  if (tokens.size === 0) logger.warn('no resume tokens configured: every API request will get 401');
+
+  let bus: Bus | null = null;
+  let redis: Redis | null = null;
+  let client: ResumeLibraryClient | null = null;
+  let worker: ResumeWorker | null = null;
+  let plans: PlanStore | null = null;
+  let watcher: NodeJS.Timeout | null = null;
+  let rebuilding: Promise<void> | null = null;
+  let stopped = false;
+
+  // Routes go on before listen(); they answer 503 until start() has connected.
+  if (deps.host !== undefined) {
+    registerResumeRoutes(deps.host.http, {
+      tokens,
+      logger,
+      client: {
+        resume: (tenantId, sessionId) => {
+          if (client === null) throw new Error('resume service not started');
+          return client.resume(tenantId, sessionId);
+        },
+      },
+    });
+  }
+
+  // The plans are derived from the markers and compactions topics. When the store is absent (first
+  // start, or Redis lost its data), the worker's groups are deleted so that they consume both topics
+  // from the beginning again, the store is cleared, and a new epoch is published.
+  const rebuildIfLost = async (): Promise<void> => {
+    if (plans === null || bus === null || (await plans.epoch()) !== null) return;
+    logger.warn('resume store absent: rebuilding plans from the markers and compactions topics');
+    const wasRunning = worker !== null;
+    if (worker !== null) await worker.stop();
+    if (config.RESUME_WORKER) {
+      const admin = bus.kafka.admin();
+      await admin.connect();
+      try {
+        await admin
+          .deleteGroups([config.RESUME_GROUP_ID, `${config.RESUME_GROUP_ID}-nodes`])
+          .catch((error: unknown) => {
+            // A group that never existed is fine; a live one (another instance) keeps its offsets.
+            logger.info({ err: error }, 'resume groups not deleted');
+          });
+      } finally {
+        await admin.disconnect();
+      }
+    }
+    await plans.clear();
+    const epoch = await plans.establishEpoch(randomUUID());
+    logger.info({ epoch }, 'resume store epoch established');
+    if (wasRunning || worker === null) await startWorker();
+  };
+
+  const startWorker = async (): Promise<void> => {
+    if (!config.RESUME_WORKER || bus === null || plans === null || stopped) return;
+    worker = new ResumeWorker({
+      bus,
+      plans,
+      groupId: config.RESUME_GROUP_ID,
+      logger,
+      metrics,
+      cacheSessions: config.RESUME_CACHE_SESSIONS,
+    });
+    await worker.start();
+  };
+
+  return {
+    get client(): ResumeLibraryClient {
+      if (client === null) throw new Error('resume service not started');
+      return client;
+    },
+    get worker() {
+      return worker;
+    },
+    async start() {
+      stopped = false;
+      const topics = topicNames(config.TOPIC_PREFIX);
+      bus = await Bus.connect({
+        brokers: config.KAFKA_BROKERS,
+        registryUrl: config.SCHEMA_REGISTRY_URL,
+        clientId: `tidemark-resume-${randomUUID().slice(0, 8)}`,
+        topics,
+        service: 'resume',
+        logger,
+      });
+      redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
+      plans = new PlanStore(redis, { prefix: config.REDIS_PREFIX });
+      client = createResumeClient({
+        redis,
+        bus,
+        redisPrefix: config.REDIS_PREFIX,
+        metrics: registry,
+        logger,
+        divergenceChecks: config.RESUME_DIVERGENCE_CHECKS,
+        fetchBytes: config.RESUME_FETCH_BYTES,
+      });
+      await rebuildIfLost();
+      if (worker === null) await startWorker();
+      // A lost store is noticed by the worker (a refused write) and rebuilt here, off the batch's path.
+      watcher = setInterval(() => {
+        if (worker?.lost !== true || rebuilding !== null) return;
+        rebuilding = rebuildIfLost()
+          .catch((error: unknown) => logger.error({ err: error }, 'resume store rebuild failed'))
+          .finally(() => {
+            rebuilding = null;
+          });
+      }, 1_000);
+      watcher.unref();
+    },
+    ready() {
+      if (client === null || stopped) return false;
+      return config.RESUME_WORKER ? worker?.ready() === true : true;
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      if (watcher !== null) clearInterval(watcher);
+      await rebuilding;
+      await worker?.stop();
+      await client?.close();
+      await bus?.disconnect();
+      redis?.disconnect();
+      worker = null;
+    },
+  };
+}

@@ -1,0 +1,196 @@
+import { definePolicy, generateSession, latestDecisions } from '@tidemark/core';
+import { describe, expect, it } from 'vitest';
+import { createWorld, expectedContext, getResume, sessionInWorld, tokens, waitForResume } from './fixture.js';
+
+const tenantId = 'tenant-a';
+
+describe('the resume service against the real stack', () => {
+  it('resumes a valid marker in digest mode with exactly the raw turns after its boundary, one contextHash from 100 resumes, two instances and a restart', async () => {
+    const world = await createWorld();
+    // L1 every 10 turns, L2 over 4: the frame is the L2 at #40; turns 41..47 follow it.
+    const policy = definePolicy({ l1EveryTurns: 10, digestFanIn: 4 });
+    const turns = generateSession(21, { tenantId, sessionId: 'digest-1', turns: 47 });
+    const { run, positions } = await sessionInWorld(world, turns, policy);
+    const expected = expectedContext(run, turns, positions.get(1)!.partition);
+    expect(expected.plan.mode).toBe('digest');
+    await world.publishCompactions(run.compactions);
+    await world.publishDecisions(run.decisions);
+
+    const one = await world.startService();
+    const body = await waitForResume(
+      one.url,
+      tenantId,
+      'digest-1',
+      (b) => b.contextHash === expected.contextHash,
+    );
+    expect(body).toMatchObject({ mode: 'digest', rawFromSeq: 41, rawToSeq: 47, reason: null });
+    const messages = body.messages as { role: string; content: string }[];
+    const node = run.compactions.find((c) => c.compactionId === body.nodeId)!;
+    expect(node.tier).toBe(2);
+    expect(messages[0]!.role).toBe('system');
+    expect(messages[0]!.content).toContain(node.narrative);
+    expect(messages.slice(1)).toEqual(
+      turns.filter((t) => t.seq > 40).map((t) => ({ role: t.role, content: t.content })),
+    );
+
+    // 100 resumes, from the library and over HTTP, and from a second instance (API only).
+    const two = await world.startService({ worker: false });
+    const hashes = new Set<string>();
+    for (let i = 0; i < 50; i += 1) {
+      const outcome = await one.service.client.resume(tenantId, 'digest-1');
+      if (!outcome.ok) throw new Error(outcome.code);
+      hashes.add(outcome.result.contextHash);
+      hashes.add((await getResume(two.url, tenantId, 'digest-1')).body.contextHash as string);
+    }
+    // After a restart: a new instance, same group, reading the plans the first one stored.
+    await one.host.close();
+    const three = await world.startService();
+    const again = await getResume(three.url, tenantId, 'digest-1');
+    hashes.add(again.body.contextHash as string);
+    expect([...hashes]).toEqual([expected.contextHash]);
+    const metrics = await three.host.metrics.metrics();
+    expect(metrics).toMatch(/tidemark_resume_requests_total\{mode="digest",outcome="ok"\} 1/);
+  });
+
+  it('resumes a session whose newest marker is invalid in raw mode from the right checkpoint, with no part of the distrusted node', async () => {
+    const world = await createWorld();
+    // The narrative summarizer drops what is in flight; without repairs the newest marker fails while
+    // an earlier one passed. Pick a seed where that is the final state.
+    const policy = definePolicy({ summarizer: 'narrative', l1EveryTurns: 8, digestFanIn: 10 });
+    const sessionId = 'raw-1';
+    let chosen: ReturnType<typeof generateSession> | null = null;
+    for (let seed = 1; seed < 200 && chosen === null; seed += 1) {
+      const turns = generateSession(seed, { tenantId, sessionId, turns: 45 });
+      const { runReference } = await import('@tidemark/core');
+      const probe = runReference(turns, { policy, maxRepairs: 0 });
+      const plan = expectedContext(probe, turns, 0).plan;
+      if (plan.mode === 'raw' && plan.reason === 'newest_invalid' && plan.checkpoint.compactionId !== null)
+        chosen = turns;
+    }
+    expect(chosen).not.toBeNull();
+    const turns = chosen!;
+    const { run, positions } = await sessionInWorld(world, turns, policy, { maxRepairs: 0 });
+    const expected = expectedContext(run, turns, positions.get(1)!.partition);
+    const plan = expected.plan;
+    if (plan.mode !== 'raw') throw new Error('expected a raw plan');
+    const distrusted = latestDecisions(run.decisions)
+      .filter((d) => d.depth === run.frame!.depth)
+      .sort((x, y) => x.toSeq - y.toSeq)
+      .at(-1)!;
+    expect(distrusted.type).toBe('marker_invalid');
+    const distrustedNode = run.compactions.find((c) => c.compactionId === distrusted.compactionId)!;
+    await world.publishCompactions(run.compactions);
+    await world.publishDecisions(run.decisions);
+
+    const { url } = await world.startService();
+    const body = await waitForResume(url, tenantId, sessionId, (b) => b.contextHash === expected.contextHash);
+    expect(body).toMatchObject({
+      mode: 'raw',
+      reason: 'newest_invalid',
+      markerId: plan.checkpoint.markerId,
+      nodeId: plan.checkpoint.compactionId,
+      rawFromSeq: plan.checkpoint.toSeq + 1,
+      rawToSeq: 45,
+    });
+    const text = JSON.stringify(body.messages);
+    expect(text).not.toContain(distrustedNode.narrative);
+    expect(text).not.toContain(distrustedNode.compactionId);
+    const messages = body.messages as { role: string; content: string }[];
+    expect(messages.slice(1).map((m) => m.content)).toEqual(
+      turns.filter((t) => t.seq > plan.checkpoint.toSeq).map((t) => t.content),
+    );
+  });
+
+  it('moves the plan off markers a later depth change invalidated', async () => {
+    const world = await createWorld();
+    const policy = definePolicy({ l1EveryTurns: 10, digestFanIn: 2 });
+    const sessionId = 'depth-1';
+    const turns = generateSession(5, { tenantId, sessionId, turns: 25 });
+    const { run, positions } = await sessionInWorld(world, turns, policy);
+    const firstChange = run.decisions.findIndex(
+      (d) => d.type === 'marker_invalid' && d.cause === 'depth_change',
+    );
+    expect(firstChange).toBeGreaterThan(0);
+    await world.publishCompactions(run.compactions);
+    await world.publishDecisions(run.decisions.slice(0, firstChange));
+    const { url } = await world.startService();
+    const before = await waitForResume(url, tenantId, sessionId, (b) => b.mode === 'digest');
+    expect(before).toMatchObject({ frame: { depth: 1 }, rawFromSeq: 21 });
+    const l1Marker = before.markerId;
+
+    // The depth change's invalidations alone: the L1 marker is no longer trusted, nothing at depth 2 yet.
+    const invalidations = run.decisions
+      .slice(firstChange)
+      .filter((d) => d.type === 'marker_invalid' && d.cause === 'depth_change');
+    await world.publishDecisions(invalidations);
+    const raw = await waitForResume(url, tenantId, sessionId, (b) => b.mode === 'raw');
+    expect(raw).toMatchObject({
+      reason: 'newest_invalid',
+      markerId: null,
+      nodeId: null,
+      rawFromSeq: 1,
+      rawToSeq: 25,
+    });
+    expect((raw.messages as unknown[]).length).toBe(25);
+
+    // Then the L2 node's own decision: digest at depth 2.
+    await world.publishDecisions(run.decisions.slice(firstChange).filter((d) => !invalidations.includes(d)));
+    const expected = expectedContext(run, turns, positions.get(1)!.partition);
+    const after = await waitForResume(
+      url,
+      tenantId,
+      sessionId,
+      (b) => b.contextHash === expected.contextHash,
+    );
+    expect(after).toMatchObject({ mode: 'digest', frame: { depth: 2 }, rawFromSeq: 21 });
+    expect(after.markerId).not.toBe(l1Marker);
+  });
+
+  it('answers 401, 403, 404 and 409 with a code and never another tenant’s session id; a valid token reads', async () => {
+    const world = await createWorld();
+    const policy = definePolicy({ l1EveryTurns: 10 });
+    const secret = 'a-secret-session-of-tenant-a';
+    const turns = generateSession(8, { tenantId, sessionId: secret, turns: 12 });
+    const { run } = await sessionInWorld(world, turns, policy);
+    await world.publishCompactions(run.compactions);
+    await world.publishDecisions(run.decisions);
+    // A session with turns and no decision yet.
+    await world.publishTurns(generateSession(9, { tenantId, sessionId: 'undecided', turns: 3 }));
+    const { url } = await world.startService();
+
+    const valid = await waitForResume(url, tenantId, secret, (b) => b.mode === 'digest');
+    expect(valid.sessionId).toBe(secret);
+
+    const missing = await getResume(url, tenantId, secret, null);
+    expect(missing.status).toBe(401);
+    expect(missing.body.code).toBe('unauthorized');
+    const bad = await getResume(url, tenantId, secret, 'not-a-token');
+    expect(bad.status).toBe(401);
+
+    // Tenant B's token on tenant A's path: 403, whether or not the session exists.
+    const forbidden = await getResume(url, tenantId, secret, tokens.b);
+    const forbiddenUnknown = await getResume(url, tenantId, 'no-such-session', tokens.b);
+    expect([forbidden.status, forbiddenUnknown.status]).toEqual([403, 403]);
+    expect(forbidden.body).toEqual(forbiddenUnknown.body);
+    // Tenant B's token on its own path with tenant A's session id: 404, like any unknown session.
+    const crossed = await getResume(url, 'tenant-b', secret, tokens.b);
+    const unknown = await getResume(url, 'tenant-b', 'no-such-session', tokens.b);
+    expect([crossed.status, unknown.status]).toEqual([404, 404]);
+    expect(crossed.body).toEqual(unknown.body);
+    expect(crossed.body.code).toBe('session_not_found');
+    for (const response of [missing, bad, forbidden, forbiddenUnknown, crossed, unknown]) {
+      expect(response.text).not.toContain(secret);
+      expect(Object.keys(response.body).sort()).toEqual(['code', 'message']);
+    }
+
+    const notFound = await getResume(url, tenantId, 'no-such-session');
+    expect(notFound.status).toBe(404);
+    const noPlan = await getResume(url, tenantId, 'undecided');
+    expect(noPlan.status).toBe(409);
+    expect(noPlan.body.code).toBe('no_plan');
+
+    const openapi = (await (await fetch(`${url}/openapi.json`)).json()) as { openapi: string; paths: object };
+    expect(openapi.openapi).toMatch(/^3\./);
+    expect(Object.keys(openapi.paths)).toContain('/v1/sessions/{tenantId}/{sessionId}/resume');
+  });
+});
