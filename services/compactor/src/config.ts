@@ -1,0 +1,53 @@
+import { defaultPolicy, definePolicy, type Policy } from '@tidemark/core';
+import { commonConfig, z } from '@tidemark/service';
+
+// The compactor's configuration: where the stack is (commonConfig), the compaction policy (each field
+// of core's Policy, defaults from core's defaultPolicy), the generation it writes, and repair bounds.
+
+const positive = z.coerce.number().int().positive();
+/** An optional bound: unset (or "none") for no bound. */
+const optionalBound = z
+  .union([z.literal('none'), positive])
+  .optional()
+  .transform((value) => (value === undefined || value === 'none' ? null : value));
+
+export const compactorConfigSchema = z.object({
+  ...commonConfig,
+  /** The consumer group of turns.l0 (and `<GROUP_ID>.markers` for markers). */
+  GROUP_ID: z.string().min(1).default('tidemark-compactor'),
+  /** The generation this compactor writes; a replay under a new policy writes a newer one. */
+  GENERATION: positive.default(1),
+  /** Recorded in every compaction; repairs answer only MarkerInvalid records naming it. */
+  COMPACTOR_VERSION: z.string().min(1).default('tidemark-compactor/1'),
+  L1_EVERY_TURNS: positive.default(defaultPolicy.l1EveryTurns),
+  L1_TOKEN_BUDGET: optionalBound,
+  DIGEST_FAN_IN: z.coerce.number().int().min(2).default(defaultPolicy.digestFanIn),
+  DIGEST_TOKEN_BUDGET: optionalBound,
+  MAX_DEPTH: positive.default(defaultPolicy.maxDepth),
+  NARRATIVE_TOKEN_BUDGET: positive.default(defaultPolicy.narrativeTokenBudget),
+  /** strict (default), narrative, or model:<model> (with MODEL_BASE_URL). */
+  SUMMARIZER: z.string().min(1).default(defaultPolicy.summarizer),
+  MODEL_BASE_URL: z.url().optional(),
+  MODEL_API_KEY: z.string().optional(),
+  /** Strict repairs a span gets after MarkerInvalid records (0: none). */
+  MAX_REPAIRS: z.coerce.number().int().min(0).default(1),
+  /** How long a compaction waits for the materializer to apply its span before the batch is retried. */
+  STATE_WAIT_MS: positive.default(10_000),
+  /** Partitions of topics this service creates if they are missing. */
+  PARTITIONS: positive.default(4),
+});
+
+export type CompactorConfig = z.infer<typeof compactorConfigSchema>;
+
+/** The policy the configuration names, checked by core. */
+export function policyOf(config: CompactorConfig): Policy {
+  return definePolicy({
+    l1EveryTurns: config.L1_EVERY_TURNS,
+    l1TokenBudget: config.L1_TOKEN_BUDGET,
+    digestFanIn: config.DIGEST_FAN_IN,
+    digestTokenBudget: config.DIGEST_TOKEN_BUDGET,
+    maxDepth: config.MAX_DEPTH,
+    narrativeTokenBudget: config.NARRATIVE_TOKEN_BUDGET,
+    summarizer: config.SUMMARIZER,
+  });
+}

@@ -1,0 +1,323 @@
+import type { DecodedRecord, EventProducer } from '@tidemark/contract';
+import {
+  createModelSummarizer,
+  fetchTransport,
+  narrativeSummarizer,
+  policyIdOf,
+  strictSummarizer,
+  type BoundaryQuery,
+  type MarkerDecision,
+  type Policy,
+  type Summarizer,
+  type TurnEvent,
+} from '@tidemark/core';
+import { Counter, Gauge, Histogram, type Registry } from '@tidemark/service';
+import type { Projection } from '@tidemark/state';
+import type { Logger } from 'pino';
+import type { CompactorStore, SessionRef, WindowUpdate } from './store.js';
+import {
+  ingest,
+  repairable,
+  repairOf,
+  type Admission,
+  type Compacted,
+  type CompactionContext,
+  type StateAnswer,
+} from './window.js';
+
+// One batch at a time, for the service and for replay alike: turns.l0 batches advance windows and
+// publish compactions; markers batches publish strict repairs. The engine holds no session state
+// between batches (it is all in the store), so a batch that throws is simply redelivered.
+
+export interface EngineOptions {
+  readonly policy: Policy;
+  readonly generation: number;
+  readonly compactorVersion: string;
+  readonly summarizer: Summarizer;
+  readonly maxRepairs: number;
+  readonly stateWaitMs: number;
+  readonly store: CompactorStore;
+  readonly projection: Projection;
+  readonly producer: EventProducer;
+  readonly metrics: EngineMetrics;
+  readonly logger: Logger;
+  /** Only sessions this accepts are compacted (replay --tenant/--session); default all. */
+  readonly accepts?: (ref: SessionRef) => boolean;
+}
+
+/** The state a summary needs was not there in time: the batch is retried (redelivered) later. */
+export class StateUnavailableError extends Error {
+  override readonly name = 'StateUnavailableError';
+  readonly retriable = true;
+  constructor(
+    readonly reason: 'timeout' | 'rebuilding',
+    readonly session: string,
+  ) {
+    super(`the materialized state of ${session} is not available (${reason}); the batch will be retried`);
+  }
+}
+
+/** Redis lost the compactor's namespace (flushed) since it started: its windows must be rebuilt from L0. */
+export class WindowsLostError extends Error {
+  override readonly name = 'WindowsLostError';
+  readonly retriable = false;
+  constructor() {
+    super('the compactor state in Redis was lost; windows must be rebuilt from turns.l0');
+  }
+}
+
+export interface BatchOutcome {
+  readonly turns: number;
+  readonly compactions: number;
+}
+
+export class CompactionEngine {
+  readonly #o: EngineOptions;
+  /** Sessions whose window holds turns (for the window gauge); rebuilt as sessions are seen. */
+  readonly #open = new Set<string>();
+
+  constructor(options: EngineOptions) {
+    this.#o = options;
+  }
+
+  get namespace(): string {
+    return namespaceOf(this.#o.generation, this.#o.policy);
+  }
+
+  async onTurns(records: readonly DecodedRecord<TurnEvent>[]): Promise<BatchOutcome> {
+    const { store, producer, metrics } = this.#o;
+    const bySession = new Map<string, DecodedRecord<TurnEvent>[]>();
+    for (const record of records) {
+      const { tenantId, sessionId } = record.value;
+      if (this.#o.accepts !== undefined && !this.#o.accepts({ tenantId, sessionId })) continue;
+      const key = `${tenantId}/${sessionId}`;
+      const list = bySession.get(key);
+      if (list === undefined) bySession.set(key, [record]);
+      else list.push(record);
+    }
+    if (bySession.size === 0) return { turns: 0, compactions: 0 };
+    const groups = [...bySession.entries()];
+    const loaded = await store.loadWindows(groups.map(([, list]) => list[0]!.value));
+    if (!loaded.epoch) throw new WindowsLostError();
+
+    const produced: Compacted[] = [];
+    const updates: WindowUpdate[] = [];
+    const admissions: Record<Admission, number> = { accepted: 0, duplicate: 0, gap: 0, invalid: 0 };
+    // Sessions are independent: their summaries (and state reads) overlap; each session's own steps
+    // stay in order.
+    await Promise.all(
+      groups.map(async ([key, list], index) => {
+        const start = loaded.windows[index]!;
+        const batchTurns = new Map(list.map((r) => [r.value.seq, r.value]));
+        const result = await ingest(
+          start,
+          list.map((r) => ({ turn: r.value, partition: r.raw.partition, offset: r.raw.offset })),
+          this.#context(batchTurns),
+        );
+        for (const admission of Object.keys(admissions) as Admission[]) {
+          admissions[admission] += result.admissions[admission];
+        }
+        if (result.stopped === 'timeout' || result.stopped === 'rebuilding') {
+          throw new StateUnavailableError(result.stopped, key);
+        }
+        if (result.stopped === 'broken') {
+          // The projection refused a turn this window accepted (they follow the same rules, so this
+          // means they disagree): compacting on would claim state the validator cannot verify.
+          metrics.stateUnavailable.inc({ reason: 'broken' });
+          this.#o.logger.error(
+            { session: key },
+            'the projection is broken before this window; compaction stops',
+          );
+        }
+        produced.push(...result.produced);
+        const kept = new Set(result.window.turns.map((t) => t.seq));
+        updates.push({
+          window: result.window,
+          added: list.map((r) => r.value).filter((t, i, all) => kept.has(t.seq) && firstOfSeq(all, i)),
+          dropped: start.turns.filter((t) => !kept.has(t.seq)).map((t) => t.seq),
+        });
+        if (result.window.turns.length > 0) this.#open.add(key);
+        else this.#open.delete(key);
+      }),
+    );
+
+    await store.saveSeeds(produced);
+    if (produced.length > 0)
+      await producer.send(
+        'compactions',
+        produced.map((c) => c.node),
+      );
+    await store.commit(updates);
+
+    for (const [admission, count] of Object.entries(admissions)) {
+      if (count > 0) metrics.turns.inc({ admission }, count);
+    }
+    for (const { node } of produced) metrics.compactions.inc({ tier: String(node.tier), kind: 'first' });
+    metrics.windows.set(this.#open.size);
+    return { turns: records.length, compactions: produced.length };
+  }
+
+  async onMarkers(records: readonly DecodedRecord<MarkerDecision>[]): Promise<number> {
+    const { store, producer, metrics, generation, compactorVersion, maxRepairs } = this.#o;
+    // Only decisions about this compactor's nodes: its version and generation, and a seed in its store.
+    const mine = records
+      .map((r) => r.value)
+      .filter((d) => d.generation === generation && d.compactorVersion === compactorVersion);
+    if (mine.length === 0) return 0;
+    const seeds = await store.loadSeeds(mine);
+    const repairs: Compacted[] = [];
+    const decided: MarkerDecision[] = [];
+    mine.forEach((decision, index) => {
+      const seed = seeds[index];
+      if (seed === null || seed === undefined) return;
+      decided.push(decision);
+      if (decision.type !== 'marker_invalid' || !repairable(decision)) return;
+      if (seed.node.attempt >= maxRepairs) {
+        metrics.repairs.inc({ outcome: 'exhausted' });
+        this.#o.logger.warn(
+          { compactionId: decision.compactionId, attempt: seed.node.attempt },
+          'marker invalid and no repair attempt left: resumes fall back to the raw checkpoint',
+        );
+        return;
+      }
+      repairs.push(repairOf(seed));
+    });
+    // The repair's own seed first (a repair can be repaired, up to maxRepairs), then the repair, then
+    // the decided seeds: a crash in between republishes the same repair, never loses one.
+    await store.saveSeeds(repairs);
+    if (repairs.length > 0)
+      await producer.send(
+        'compactions',
+        repairs.map((c) => c.node),
+      );
+    await store.dropSeeds(decided);
+    for (const { node } of repairs) {
+      metrics.repairs.inc({ outcome: 'published' });
+      metrics.compactions.inc({ tier: String(node.tier), kind: 'repair' });
+    }
+    return repairs.length;
+  }
+
+  #context(batchTurns: ReadonlyMap<number, TurnEvent>): CompactionContext {
+    const { policy, generation, compactorVersion, summarizer, store, metrics } = this.#o;
+    return {
+      policy,
+      generation,
+      compactorVersion,
+      summarizer,
+      stateAt: (query) => this.#stateAt(query),
+      turns: async (tenantId, sessionId, seqs) => {
+        const missing = seqs.filter((seq) => !batchTurns.has(seq));
+        const stored = await store.loadTurns({ tenantId, sessionId }, missing);
+        const bySeq = new Map(stored.map((t) => [t.seq, t]));
+        return seqs.map((seq) => batchTurns.get(seq) ?? bySeq.get(seq)!);
+      },
+      observe: (tier, seconds) => metrics.summarizerSeconds.observe({ tier: String(tier) }, seconds),
+    };
+  }
+
+  /**
+   * The span's state from the projection, once the materializer has applied it. Not waitForWatermark:
+   * that answers `broken` for a session with a skipped change, whose turns are applied and compacted all
+   * the same (the validator, not the compactor, decides what is verifiable).
+   */
+  async #stateAt(query: BoundaryQuery): Promise<StateAnswer> {
+    const { projection, stateWaitMs } = this.#o;
+    const deadline = Date.now() + stateWaitMs;
+    let pause = 2;
+    for (;;) {
+      const [watermark, epoch] = await Promise.all([
+        projection.watermark(query.tenantId, query.sessionId),
+        projection.epoch(),
+      ]);
+      if (epoch !== null && watermark.appliedSeq >= query.toSeq) {
+        return { ok: true, state: await projection.stateAt(query) };
+      }
+      if (epoch !== null && watermark.broken !== null && watermark.broken.seq <= watermark.appliedSeq + 1) {
+        // Stuck behind a refused turn that this window accepted: waiting will not help.
+        if (Date.now() >= deadline) return { ok: false, reason: 'broken' };
+      }
+      if (Date.now() >= deadline) return { ok: false, reason: epoch === null ? 'rebuilding' : 'timeout' };
+      await new Promise((resolve) => setTimeout(resolve, pause));
+      pause = Math.min(pause * 2, 50);
+    }
+  }
+}
+
+/** A redelivered turn appears twice in a batch: store it once. */
+function firstOfSeq(all: readonly TurnEvent[], index: number): boolean {
+  return all.findIndex((t) => t.seq === all[index]!.seq) === index;
+}
+
+/** The store namespace of a generation and policy: a new policy or generation starts empty windows. */
+export function namespaceOf(generation: number, policy: Policy): string {
+  return `g${generation}:${policyIdOf(policy).slice(0, 16)}`;
+}
+
+export interface EngineMetrics {
+  readonly compactions: Counter<'tier' | 'kind'>;
+  readonly summarizerSeconds: Histogram<'tier'>;
+  readonly windows: Gauge;
+  readonly repairs: Counter<'outcome'>;
+  readonly turns: Counter<'admission'>;
+  readonly stateUnavailable: Counter<'reason'>;
+}
+
+export function engineMetrics(register: Registry): EngineMetrics {
+  const registers = [register];
+  return {
+    compactions: new Counter({
+      name: 'tidemark_compactor_compactions_total',
+      help: 'Compactions published, by tier and kind (first attempt or strict repair).',
+      labelNames: ['tier', 'kind'],
+      registers,
+    }),
+    summarizerSeconds: new Histogram({
+      name: 'tidemark_compactor_summarizer_seconds',
+      help: 'Time a summarizer took for one node, by tier.',
+      labelNames: ['tier'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5, 30],
+      registers,
+    }),
+    windows: new Gauge({
+      name: 'tidemark_compactor_windows',
+      help: 'Sessions whose window holds uncompacted turns (of those this process has seen).',
+      registers,
+    }),
+    repairs: new Counter({
+      name: 'tidemark_compactor_repairs_total',
+      help: 'MarkerInvalid records answered: a strict repair published, or none because attempts ran out.',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    turns: new Counter({
+      name: 'tidemark_compactor_turns_total',
+      help: 'Turns read, by admission (accepted, duplicate, gap, invalid).',
+      labelNames: ['admission'],
+      registers,
+    }),
+    stateUnavailable: new Counter({
+      name: 'tidemark_compactor_state_unavailable_total',
+      help: 'Compactions that could not read the materialized state in time, by reason.',
+      labelNames: ['reason'],
+      registers,
+    }),
+  };
+}
+
+/** The summarizer a policy names. */
+export function summarizerFor(
+  name: string,
+  model: { readonly baseUrl?: string | undefined; readonly apiKey?: string | undefined } = {},
+): Summarizer {
+  if (name === 'strict') return strictSummarizer;
+  if (name === 'narrative') return narrativeSummarizer;
+  if (name.startsWith('model:')) {
+    if (model.baseUrl === undefined) throw new Error(`SUMMARIZER=${name} needs MODEL_BASE_URL`);
+    return createModelSummarizer(
+      { baseUrl: model.baseUrl, model: name.slice('model:'.length), apiKey: model.apiKey ?? null },
+      fetchTransport((url, init) => fetch(url, init)),
+    );
+  }
+  throw new Error(`unknown summarizer ${name}: strict, narrative or model:<model>`);
+}

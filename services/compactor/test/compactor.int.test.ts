@@ -1,0 +1,103 @@
+import {
+  canonicalJson,
+  definePolicy,
+  generateSession,
+  runReference,
+  type Compaction,
+  type MarkerInvalid,
+} from '@tidemark/core';
+import { createLogger, Registry } from '@tidemark/service';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { createCompactor } from '../src/compactor.js';
+import { policyOf } from '../src/config.js';
+import { repairable } from '../src/window.js';
+import { collectCompactions, distinct, hasIds, stage } from './harness.js';
+
+const logger = createLogger('compactor-test', 'warn');
+const version = 'tidemark-compactor/1';
+
+async function runCompactor(config: ReturnType<Awaited<ReturnType<typeof stage>>['config']>) {
+  const metrics = new Registry();
+  const compactor = createCompactor(config, { logger, metrics });
+  await compactor.start();
+  onTestFinished(() => compactor.stop());
+  return { compactor, metrics };
+}
+
+describe('the compactor', () => {
+  it('compacts a 200-turn session into the reference L1s and L2, byte for byte, and the same again on a second run', async () => {
+    const turns = generateSession(31, { turns: 200, sessionId: 'default-200' });
+    const reference = runReference(turns, { policy: definePolicy(), compactorVersion: version });
+    const bytes: string[] = [];
+    for (let run = 0; run < 2; run++) {
+      const s = await stage();
+      const collected = await collectCompactions(s.bus);
+      // Half before the compactor starts, half while it runs: batches of any shape give the same bytes.
+      await s.publish(turns.slice(0, 100));
+      await runCompactor(s.config());
+      await s.publish(turns.slice(100));
+      await collected.waitFor(hasIds(reference.compactions.map((c) => c.compactionId)));
+      const published = [...distinct(collected.all).values()];
+      expect(published.filter((c) => c.tier === 1).map((c) => [c.span.fromSeq, c.span.toSeq])).toEqual([
+        [1, 40],
+        [41, 80],
+        [81, 120],
+        [121, 160],
+        [161, 200],
+      ]);
+      expect(published.filter((c) => c.tier === 2).map((c) => [c.span.fromSeq, c.span.toSeq])).toEqual([
+        [1, 160],
+      ]);
+      expect(canonicalJson(published)).toBe(canonicalJson(reference.compactions));
+      bytes.push(canonicalJson(collected.all));
+    }
+    expect(bytes[1]).toBe(bytes[0]);
+  });
+
+  it('answers a MarkerInvalid of its own node with one strict repair, the reference one, and never loops', async () => {
+    const s = await stage();
+    const policy = definePolicy({ summarizer: 'narrative', digestFanIn: 2, l1EveryTurns: 20 });
+    const turns = generateSession(32, { turns: 80, sessionId: 'repairs' });
+    const reference = runReference(turns, { policy, compactorVersion: version, maxRepairs: 1 });
+    const invalid = reference.decisions.filter(
+      (d): d is MarkerInvalid => d.type === 'marker_invalid' && repairable(d),
+    );
+    const first = invalid[0]!;
+    const expected = reference.compactions.find((c) => c.repairOf === first.compactionId)!;
+    expect(expected).toMatchObject({ attempt: 1, summarizer: 'strict' });
+
+    const collected = await collectCompactions(s.bus);
+    const config = s.config({ SUMMARIZER: 'narrative', DIGEST_FAN_IN: '2', L1_EVERY_TURNS: '20' });
+    expect(policyOf(config)).toEqual(policy);
+    const { metrics } = await runCompactor(config);
+    await s.publish(turns);
+    const firstAttempts = reference.compactions.filter((c) => c.attempt === 0);
+    await collected.waitFor(hasIds(firstAttempts.map((c) => c.compactionId)));
+    expect(collected.all.some((c) => c.attempt > 0)).toBe(false);
+
+    const producer = await s.bus.producer();
+    await producer.send('markers', [first]);
+    await collected.waitFor(hasIds([expected.compactionId]));
+    const repair = collected.all.find((c) => c.compactionId === expected.compactionId)!;
+    expect(canonicalJson(repair)).toBe(canonicalJson(expected));
+
+    // The same decision again (a validator redelivery) and a MarkerInvalid of the repair itself: with
+    // one attempt allowed, neither publishes anything; the second is counted as exhausted.
+    const ofRepair: MarkerInvalid = {
+      ...first,
+      compactionId: repair.compactionId,
+      markerId: repair.marker.markerId,
+    };
+    await producer.send('markers', [first, ofRepair]);
+    const exhausted = async () =>
+      (await metrics.getSingleMetric('tidemark_compactor_repairs_total')?.get())?.values.find(
+        (v) => v.labels.outcome === 'exhausted',
+      )?.value ?? 0;
+    const deadline = Date.now() + 20_000;
+    while ((await exhausted()) < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(await exhausted()).toBe(1);
+    expect(collected.all.filter((c: Compaction) => c.attempt > 0).map((c) => c.compactionId)).toEqual([
+      expected.compactionId,
+    ]);
+  });
+});
