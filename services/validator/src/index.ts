@@ -5,6 +5,7 @@ export { validatorConfigSchema, type ValidatorConfig } from './config.js';
 export {
   decideCompaction,
   emptyFrameState,
+  isVerdict,
   missingState,
   replayDecisions,
   trustAfter,

@@ -39,6 +39,8 @@ export interface Harness {
   readonly markers: MarkerDecision[];
   /** Waits until `count` decisions were read (or fails after `timeoutMs`). */
   waitForMarkers(count: number, timeoutMs?: number): Promise<MarkerDecision[]>;
+  /** Waits until the validator committed every compaction published so far, and the reader caught up. */
+  settled(timeoutMs?: number): Promise<void>;
   /** The decisions of one session, in log order. */
   markersOf(sessionId: string): MarkerDecision[];
 }
@@ -78,8 +80,9 @@ export async function harness(env: Record<string, string> = {}): Promise<Harness
   const projection = new Projection(redis, { prefix });
 
   const markers: MarkerDecision[] = [];
+  const readerGroup = uniqueName('markers-reader');
   const reader = bus.consumer({
-    groupId: uniqueName('markers-reader'),
+    groupId: readerGroup,
     role: 'markers',
     onBatch: async (records) => {
       for (const record of records) markers.push(record.value);
@@ -87,7 +90,12 @@ export async function harness(env: Record<string, string> = {}): Promise<Harness
     },
   });
   await reader.run();
-  onTestFinished(() => bus.disconnect());
+  // One teardown for every consumer of the test, in parallel: a kafkajs consumer takes up to its fetch
+  // wait (5 s) to leave, and one after the other that adds up.
+  const validators: Validator[] = [];
+  onTestFinished(async () => {
+    await Promise.all([...validators.map((v) => v.stop()), bus.disconnect()]);
+  });
 
   return {
     config,
@@ -104,7 +112,7 @@ export async function harness(env: Record<string, string> = {}): Promise<Harness
         clientId: uniqueName('validator'),
         ...deps,
       });
-      onTestFinished(() => validator.stop());
+      validators.push(validator);
       await validator.start();
       return validator;
     },
@@ -123,6 +131,26 @@ export async function harness(env: Record<string, string> = {}): Promise<Harness
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       return [...markers];
+    },
+    async settled(timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      const behind = async (topic: string, groupId: string) => {
+        const [ends, committed] = await Promise.all([
+          admin.fetchTopicOffsets(topic),
+          admin.fetchOffsets({ groupId, topics: [topic] }),
+        ]);
+        const at = new Map(
+          committed.flatMap((t) => t.partitions.map((p) => [p.partition, Number(p.offset)])),
+        );
+        return ends.some((p) => Number(p.high) > Math.max(0, at.get(p.partition) ?? 0));
+      };
+      while (
+        (await behind(topics.compactions, config.VALIDATOR_GROUP_ID)) ||
+        (await behind(topics.markers, readerGroup))
+      ) {
+        if (Date.now() > deadline) throw new Error(`not settled within ${timeoutMs} ms`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
     },
     markersOf(sessionId) {
       return markers.filter((m) => m.sessionId === sessionId);
