@@ -118,6 +118,7 @@ export class Bus {
 
   /** Connects and registers every subject of every topic (idempotent). */
   static async connect(options: BusOptions): Promise<Bus> {
+    if (options.service.length === 0) throw new RangeError('BusOptions.service must name the service');
     const kafka = new Kafka({
       clientId: options.clientId,
       brokers: options.brokers,
@@ -171,7 +172,7 @@ export class Bus {
     return consumer;
   }
 
-  /** @internal A shared admin client (lag queries), connected on first use. */
+  /** A shared admin client (lag, offsets, provisioning), connected on first use; `disconnect()` closes it. */
   admin(): Promise<Admin> {
     if (this.#admin === null) {
       const admin = this.kafka.admin();
@@ -240,7 +241,7 @@ export class BusProducer implements EventProducer {
     const value = frame(id, body);
     const key = role === 'deadletter' ? deadLetterKey(event as DeadLetter) : expectedKey(role, event);
     const size = value.length + (key === null ? 0 : Buffer.byteLength(key));
-    if (size > this.#bus.maxEventBytes) {
+    if (size > boundFor(role, this.#bus.maxEventBytes)) {
       throw new ContractError(
         'invalid_event',
         `refusing to send a ${record} of ${size} bytes, over the bound of ${this.#bus.maxEventBytes}`,
@@ -300,6 +301,15 @@ export function deadLetterOf(
     service,
     observedAt: Date.now(),
   };
+}
+
+/**
+ * The size bound of a role's records. A dead letter carries the original record (up to
+ * maxDeadLetterValueBytes of it), which may itself have been oversize: its bound is large enough for
+ * that, so dead-lettering an oversize record can never fail for its size.
+ */
+function boundFor(role: TopicRole, maxEventBytes: number): number {
+  return role === 'deadletter' ? Math.max(maxEventBytes, maxDeadLetterValueBytes + 64 * 1024) : maxEventBytes;
 }
 
 const restartBackoffMs = { initial: 250, max: 30_000 };
@@ -408,7 +418,7 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
         value: message.value ?? null,
       };
       // Throws only when the registry cannot be reached: the batch is then retried, not dead-lettered.
-      const outcome = await decodeRecord(role, raw, lookup, this.#bus.maxEventBytes);
+      const outcome = await decodeRecord(role, raw, lookup, boundFor(role, this.#bus.maxEventBytes));
       if (outcome.ok) valid.push({ raw, value: outcome.value });
       else dead.push({ record: raw, reason: outcome.reason, message: outcome.message });
     }

@@ -100,11 +100,13 @@ export function validateCompaction(c: Compaction): EventValidation {
 }
 
 export function validateMarker(m: MarkerDecision): EventValidation {
+  if (m.type !== 'marker_emitted' && m.type !== 'marker_invalid') {
+    return invalid(
+      `type ${String((m as { type?: unknown }).type)} is not a marker decision (marker_emitted or marker_invalid)`,
+    );
+  }
   const empty = firstEmpty(m, ['markerId', 'compactionId', 'tenantId', 'sessionId']);
   if (empty !== null) return missing(`${empty} is empty`);
-  if (m.type !== 'marker_emitted' && m.type !== 'marker_invalid') {
-    return invalid(`type ${String((m as { type?: unknown }).type)} is not a marker decision`);
-  }
   if (!intAtLeast(m.depth, 1)) return invalid(`depth ${m.depth} is not an int of at least 1`);
   if (!intAtLeast(m.generation, 0)) return invalid(`generation ${m.generation} is not an int of at least 0`);
   if (!longAtLeast(m.toSeq, 1)) return invalid(`toSeq ${m.toSeq} is not at least 1`);
