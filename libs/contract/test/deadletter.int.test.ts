@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { DeadLetterReason, MarkerEmitted, TurnEvent } from '@tidemark/core';
+import type { DeadLetter, DeadLetterReason, MarkerEmitted, TurnEvent } from '@tidemark/core';
 import { encodeBody, frame, sessionKey, type DecodedRecord, type RawRecord } from '@tidemark/contract';
 import { kafkaClient, uniqueName } from '@tidemark/test-infra';
 import { connectBus, eventually, isolatedTopics } from './helpers.js';
@@ -65,7 +65,7 @@ describe('the consumer with bad input', () => {
       },
       onDeadLetter: (_record, reason) => counted.push(reason),
     });
-    const deadLetters: DecodedRecord<import('@tidemark/core').DeadLetter>[] = [];
+    const deadLetters: DecodedRecord<DeadLetter>[] = [];
     const letters = bus.consumer({
       groupId: uniqueName('g'),
       role: 'deadletter',
