@@ -1,0 +1,99 @@
+import {
+  canonicalJson,
+  definePolicy,
+  generateSession,
+  runReference,
+  type BoundaryQuery,
+  type MarkerDecision,
+} from '@tidemark/core';
+import { describe, expect, it } from 'vitest';
+import { isVerdict, type ProjectionReader } from '../src/index.js';
+import { harness } from './harness.js';
+
+// The validator against a lagging materializer: every compaction is published before a single turn is
+// applied, then the turns trickle in. Whatever the interleaving, no marker is emitted on a boundary
+// whose turns were not all applied when the validator read its state.
+
+describe('the validator racing a lagging materializer', () => {
+  it('never emits a marker on state that had not been applied', async () => {
+    const h = await harness({ WATERMARK_TIMEOUT_MS: '700' });
+    const sessions = [601, 602, 603].map((seed) => {
+      const turns = generateSession(seed, { tenantId: 'race', sessionId: `race-${seed}`, turns: 320 });
+      return { turns, run: runReference(turns, { policy: definePolicy({ summarizer: 'narrative' }) }) };
+    });
+
+    // How far the test has applied each session (only ever after the projection acknowledged it), and
+    // what that was whenever the validator read a boundary's state.
+    const applied = new Map<string, number>();
+    const reads: { sessionId: string; toSeq: number; appliedByTest: number; appliedSeq: number }[] = [];
+    const watched: ProjectionReader = {
+      waitForWatermark: (t, s, seq, ms) => h.projection.waitForWatermark(t, s, seq, ms),
+      watermark: (t, s) => h.projection.watermark(t, s),
+      async stateAt(query: BoundaryQuery) {
+        const state = await h.projection.stateAt(query);
+        reads.push({
+          sessionId: query.sessionId,
+          toSeq: query.toSeq,
+          appliedByTest: applied.get(query.sessionId) ?? 0,
+          appliedSeq: state.appliedSeq,
+        });
+        return state;
+      },
+    };
+    await h.startValidator({ projection: watched });
+    await h.publish(sessions.flatMap((s) => s.run.compactions));
+
+    // The materializer lags: 20 turns per session every 60 ms (about a second per 320 turns... times 3).
+    for (let from = 0; from < 320; from += 20) {
+      for (const { turns } of sessions) {
+        const chunk = turns.slice(from, from + 20);
+        await h.apply(chunk);
+        applied.set(chunk[0]!.sessionId, chunk.at(-1)!.seq);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 60));
+    }
+
+    const compactions = sessions.reduce((n, s) => n + s.run.compactions.length, 0);
+    const deadline = Date.now() + 30_000;
+    while (h.markers.filter(isVerdict).length < compactions && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(h.markers.filter(isVerdict)).toHaveLength(compactions);
+
+    let emitted = 0;
+    let unverifiable = 0;
+    for (const { run, turns } of sessions) {
+      const { sessionId } = turns[0]!;
+      const reference = new Map<string, MarkerDecision>(
+        run.decisions.filter(isVerdict).map((d) => [d.markerId, d]),
+      );
+      for (const decision of h.markersOf(sessionId).filter(isVerdict)) {
+        const expected = reference.get(decision.markerId)!;
+        if (decision.type === 'marker_emitted') {
+          emitted++;
+          // Emitted only where the reference (all state present) emits, byte for byte...
+          expect(canonicalJson(decision)).toBe(canonicalJson(expected));
+          // ...and only after the validator read a state the test had applied through the boundary.
+          const read = reads.find((r) => r.sessionId === sessionId && r.toSeq === decision.toSeq);
+          expect(read).toBeDefined();
+          expect(read!.appliedSeq).toBeGreaterThanOrEqual(decision.toSeq);
+          expect(read!.appliedByTest).toBeGreaterThanOrEqual(decision.toSeq - 19);
+          continue;
+        }
+        const conditions = decision.violations.map((v) => v.condition);
+        if (conditions.includes('unverifiable')) {
+          unverifiable++;
+          expect(conditions.filter((c) => c !== 'depth')).toEqual(['unverifiable']);
+          continue;
+        }
+        // Decided on complete state: the reference's violations (the fallback may differ, as earlier
+        // markers may have been unverifiable here and emitted there).
+        expect(expected.type).toBe('marker_invalid');
+        expect(decision.violations).toEqual(expected.type === 'marker_invalid' ? expected.violations : []);
+      }
+    }
+    // Nothing was applied when the compactions were published: every emitted marker waited for its state.
+    expect(emitted).toBeGreaterThan(0);
+    expect(unverifiable).toBeGreaterThanOrEqual(0);
+  });
+});
