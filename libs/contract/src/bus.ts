@@ -69,6 +69,8 @@ export interface ConsumeOptions<R extends TopicRole> {
   onDeadLetter?(record: RawRecord, reason: DeadLetterReason, message: string): void;
   /** Partitions processed at once (default 1). */
   partitionsConsumedConcurrently?: number;
+  /** How long an idle fetch waits for data (default 500 ms); also bounds how long `stop()` takes. */
+  maxWaitTimeInMs?: number;
 }
 
 export interface EventConsumer {
@@ -227,6 +229,13 @@ export class BusProducer implements EventProducer {
    * before anything is sent.
    */
   async encode<R extends TopicRole>(role: R, event: EventsByRole[R]): Promise<EncodedMessage> {
+    const record = recordOf(role, event);
+    const id = await this.#bus.registry.idFor(this.#bus.topics[role], record);
+    return this.encodeWith(id, role, event);
+  }
+
+  /** `encode` with the schema id already known: synchronous, so a caller can order its checks. */
+  encodeWith<R extends TopicRole>(schemaId: number, role: R, event: EventsByRole[R]): EncodedMessage {
     const validation = validateEvent(role, event);
     if (!validation.ok) {
       throw new ContractError(
@@ -235,10 +244,7 @@ export class BusProducer implements EventProducer {
       );
     }
     const record = recordOf(role, event);
-    const topic = this.#bus.topics[role];
-    const body = encodeBody(record, event);
-    const id = await this.#bus.registry.idFor(topic, record);
-    const value = frame(id, body);
+    const value = frame(schemaId, encodeBody(record, event));
     const key = role === 'deadletter' ? deadLetterKey(event as DeadLetter) : expectedKey(role, event);
     const size = value.length + (key === null ? 0 : Buffer.byteLength(key));
     if (size > boundFor(role, this.#bus.maxEventBytes)) {
@@ -341,6 +347,9 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
       // read_committed: a turn of an aborted or open transaction is never seen.
       readUncommitted: false,
       allowAutoTopicCreation: false,
+      // A fetch waits this long for data when there is none; a stop waits for the fetch in flight, so
+      // this bounds how long a graceful shutdown takes on an idle topic.
+      maxWaitTimeInMs: this.#options.maxWaitTimeInMs ?? 500,
       retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 5_000 },
     });
     this.#consumer = consumer;

@@ -61,12 +61,14 @@ export async function createPublisher(options: PublisherOptions): Promise<Publis
     ...(options.maxEventBytes === undefined ? {} : { maxEventBytes: options.maxEventBytes }),
   });
   const producer = await bus.busProducer();
-  return new TurnPublisher(bus, producer, options);
+  const schemaId = await bus.registry.idFor(bus.topics.turns, 'TurnEvent');
+  return new TurnPublisher(bus, producer, schemaId, options);
 }
 
 class TurnPublisher implements Publisher {
   readonly #bus: Bus;
   readonly #producer: BusProducer;
+  readonly #schemaId: number;
   readonly #lingerMs: number;
   readonly #maxBatchTurns: number;
   readonly #assignSeq: boolean;
@@ -78,9 +80,10 @@ class TurnPublisher implements Publisher {
   #sending: Promise<void> = Promise.resolve();
   #closed = false;
 
-  constructor(bus: Bus, producer: BusProducer, options: PublisherOptions) {
+  constructor(bus: Bus, producer: BusProducer, schemaId: number, options: PublisherOptions) {
     this.#bus = bus;
     this.#producer = producer;
+    this.#schemaId = schemaId;
     this.#lingerMs = options.lingerMs ?? 5;
     this.#maxBatchTurns = options.maxBatchTurns ?? 500;
     this.#assignSeq = options.assignSeq ?? false;
@@ -103,7 +106,9 @@ class TurnPublisher implements Publisher {
 
   async publishTurns(inputs: readonly PublishableTurn[]): Promise<TurnEvent[]> {
     if (this.#closed) throw new ContractError('closed', 'the publisher is closed');
-    // Check and encode every turn before queueing any, so a bad turn rejects the call and sends nothing.
+    // Check, sequence and encode every turn before queueing any, so a bad turn rejects the call and
+    // sends nothing. All of it is synchronous up to the queue: concurrent calls cannot interleave
+    // between a session's seq check and its place in the queue.
     const accepted: { turn: TurnEvent; message: EncodedMessage }[] = [];
     const seqs = new Map<string, number | undefined>();
     const lastOf = (key: string) => (seqs.has(key) ? seqs.get(key) : this.#lastSeq.get(key));
@@ -118,7 +123,7 @@ class TurnPublisher implements Publisher {
           `turn ${turn.seq} of ${key} (turnId ${JSON.stringify(turn.turnId)}): ${validation.reason}: ${validation.message}`,
         );
       }
-      accepted.push({ turn, message: await this.#producer.encode('turns', turn) });
+      accepted.push({ turn, message: this.#producer.encodeWith(this.#schemaId, 'turns', turn) });
       seqs.set(key, turn.seq);
     }
     for (const [key, seq] of seqs) if (seq !== undefined) this.#lastSeq.set(key, seq);
