@@ -1,0 +1,23 @@
+import { commonConfig, z } from '@tidemark/service';
+
+/** The materializer's configuration: the common variables plus its own, with defaults that run locally. */
+export const materializerConfigSchema = z.object({
+  ...commonConfig,
+  /** Its own consumer group on turns.l0. */
+  MATERIALIZER_GROUP_ID: z.string().min(1).default('tidemark-materializer'),
+  /** How often it checks that the projection still has its epoch (a FLUSHALL does not disconnect). */
+  EPOCH_CHECK_MS: z.coerce.number().int().positive().default(1_000),
+  /**
+   * A rebuild is caught up once it reached the end offsets taken at its start, or once no batch came for
+   * this long after joining (the end may be a transaction marker no record reaches).
+   */
+  REBUILD_IDLE_MS: z.coerce.number().int().positive().default(2_000),
+  /** Partitions of turns.l0 applied at once (sessions never span partitions). */
+  PARTITIONS_CONSUMED_CONCURRENTLY: z.coerce.number().int().positive().default(1),
+  /** Create the topics if missing (local runs and tests). */
+  PROVISION_TOPICS: z.stringbool().default(true),
+  /** Partitions of the topics when it provisions them. */
+  TOPIC_PARTITIONS: z.coerce.number().int().positive().default(4),
+});
+
+export type MaterializerConfig = z.infer<typeof materializerConfigSchema>;

@@ -1,0 +1,379 @@
+import {
+  Bus,
+  deadLetterOf,
+  provisionTopics,
+  topicNames,
+  type DecodedRecord,
+  type EventConsumer,
+  type EventProducer,
+} from '@tidemark/contract';
+import type { DeadLetter, TurnEvent } from '@tidemark/core';
+import { createLogger, Registry, type Logger, type ServiceComponent } from '@tidemark/service';
+import { Projection, type ApplyOutcome } from '@tidemark/state';
+import { Redis } from 'ioredis';
+import type { Admin } from 'kafkajs';
+import type { MaterializerConfig } from './config.js';
+import { materializerMetrics, type MaterializerMetrics } from './metrics.js';
+
+// The materializer: a thin shell around Projection. It consumes turns.l0 in its own group, applies each
+// fetched batch with one applyBatchInEpoch (one Redis round trip), dead-letters what the projection
+// refused or skipped (core's reason codes; the projection has already marked the session broken), and
+// lets the contract commit the batch. It rebuilds the projection from the beginning of L0 whenever the
+// projection's epoch is gone (Redis flushed or restarted empty, or the `rebuild` command).
+
+export interface MaterializerDeps {
+  readonly logger?: Logger;
+  /** Where its metrics go (the host's registry); a private one when absent. */
+  readonly metrics?: Registry;
+  /** A Redis connection to use (not closed on stop); one of its own when absent. */
+  readonly redis?: Redis;
+  readonly clientId?: string;
+}
+
+export type MaterializerState = 'idle' | 'running' | 'rebuilding' | 'stopped';
+
+export interface Materializer extends ServiceComponent {
+  readonly projection: Projection;
+  state(): MaterializerState;
+  /** Rebuilds the projection from L0 now; resolves once the replay has started (not caught up). */
+  rebuild(reason: string): Promise<void>;
+  /** Resolves once no rebuild is under way or asked for (or rejects after `timeoutMs`). */
+  caughtUp(timeoutMs: number): Promise<void>;
+}
+
+export function createMaterializer(config: MaterializerConfig, deps: MaterializerDeps = {}): Materializer {
+  return new MaterializerService(config, deps);
+}
+
+/** What a rebuild tracks until the replay has reached the end of L0 as it was when the rebuild began. */
+interface RebuildProgress {
+  readonly epoch: string;
+  /** Per partition, the end offset (high watermark) at the start. */
+  readonly targets: ReadonlyMap<number, number>;
+  /** Per partition, the next offset after the last record applied. */
+  readonly reached: Map<number, number>;
+  lastBatchAt: number;
+}
+
+class MaterializerService implements Materializer {
+  readonly projection: Projection;
+  readonly #config: MaterializerConfig;
+  readonly #logger: Logger;
+  readonly #metrics: MaterializerMetrics;
+  readonly #redis: Redis;
+  readonly #ownsRedis: boolean;
+  readonly #clientId: string;
+  readonly #topics: ReturnType<typeof topicNames>;
+  #bus: Bus | null = null;
+  #producer: EventProducer | null = null;
+  #admin: Admin | null = null;
+  #consumer: EventConsumer | null = null;
+  #epoch: string | null = null;
+  #state: MaterializerState = 'idle';
+  #rebuild: Promise<void> | null = null;
+  #progress: RebuildProgress | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #ticking = false;
+  /** A rebuild that failed, to try again on the next tick. */
+  #retryRebuild: string | null = null;
+  /** Dead letters this process already published (partition:offset:reason:index): a replay does not repeat them. */
+  readonly #sent = new Set<string>();
+  readonly #onRedisReady = (): void => {
+    void this.#checkEpoch('redis ready');
+  };
+
+  constructor(config: MaterializerConfig, deps: MaterializerDeps) {
+    this.#config = config;
+    this.#logger = deps.logger ?? createLogger('materializer', config.LOG_LEVEL);
+    this.#clientId = deps.clientId ?? 'tidemark-materializer';
+    this.#ownsRedis = deps.redis === undefined;
+    // maxRetriesPerRequest null: while Redis is away, commands wait for it instead of failing the batch
+    // after a few tries (a failed batch is redelivered anyway, but waiting is quieter).
+    this.#redis = deps.redis ?? new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+    this.projection = new Projection(this.#redis, { prefix: config.REDIS_PREFIX });
+    this.#topics = topicNames(config.TOPIC_PREFIX);
+    this.#metrics = materializerMetrics(deps.metrics ?? new Registry(), async () =>
+      this.#consumer === null ? null : this.#consumer.lag(),
+    );
+  }
+
+  state(): MaterializerState {
+    return this.#state;
+  }
+
+  ready(): boolean {
+    return (
+      (this.#state === 'running' || this.#state === 'rebuilding') &&
+      this.#consumer !== null &&
+      this.#consumer.ready() &&
+      this.#redis.status === 'ready'
+    );
+  }
+
+  async start(): Promise<void> {
+    if (this.#state !== 'idle') throw new Error(`the materializer is ${this.#state}, not idle`);
+    const bus = await Bus.connect({
+      brokers: this.#config.KAFKA_BROKERS,
+      registryUrl: this.#config.SCHEMA_REGISTRY_URL,
+      clientId: this.#clientId,
+      topics: this.#topics,
+      service: 'materializer',
+      logger: this.#logger,
+    });
+    this.#bus = bus;
+    this.#admin = bus.kafka.admin();
+    await this.#admin.connect();
+    if (this.#config.PROVISION_TOPICS) {
+      await provisionTopics(this.#admin, this.#topics, { partitions: this.#config.TOPIC_PARTITIONS });
+    }
+    this.#producer = await bus.producer();
+    this.#redis.on('ready', this.#onRedisReady);
+
+    const [epoch, mark] = await Promise.all([this.projection.epoch(), this.projection.rebuilding()]);
+    if (epoch === null || mark !== null) {
+      // Lost, never built, asked for by the rebuild command, or a rebuild interrupted by a crash: the
+      // replay starts over from the beginning (its writes are idempotent, so starting over is safe).
+      this.#state = 'running';
+      await this.rebuild(epoch === null ? 'projection missing at start' : 'rebuild unfinished at start');
+    } else {
+      this.#epoch = epoch;
+      this.#state = 'running';
+      await this.#startConsumer();
+    }
+    this.#timer = setInterval(() => void this.#tick(), this.#config.EPOCH_CHECK_MS);
+    this.#logger.info({ epoch: this.#epoch, topic: this.#topics.turns }, 'materializer started');
+  }
+
+  async stop(): Promise<void> {
+    if (this.#state === 'stopped') return;
+    this.#state = 'stopped';
+    if (this.#timer !== null) clearInterval(this.#timer);
+    this.#timer = null;
+    this.#redis.off('ready', this.#onRedisReady);
+    await this.#rebuild?.catch(() => undefined);
+    // The consumer finishes its current batch (applied and dead-lettered) and commits it.
+    await this.#consumer?.stop();
+    this.#consumer = null;
+    await this.#admin?.disconnect().catch(() => undefined);
+    await this.#bus?.disconnect();
+    if (this.#ownsRedis) await this.#redis.quit().catch(() => this.#redis.disconnect());
+    this.#logger.info('materializer stopped');
+  }
+
+  rebuild(reason: string): Promise<void> {
+    // Never rejects: a rebuild that fails (Kafka away, the group not yet empty) is retried by the
+    // periodic check until one succeeds, so the service recovers on its own.
+    this.#rebuild ??= this.#rebuildFromL0(reason)
+      .then(() => {
+        this.#retryRebuild = null;
+      })
+      .catch((error: unknown) => {
+        this.#logger.error({ err: error, reason }, 'rebuild failed; retrying');
+        this.#retryRebuild = reason;
+      })
+      .finally(() => {
+        this.#rebuild = null;
+      });
+    return this.#rebuild;
+  }
+
+  async caughtUp(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.#rebuild !== null || this.#progress !== null) {
+      if (Date.now() > deadline) throw new Error(`the rebuild did not catch up within ${timeoutMs} ms`);
+      await this.#rebuild;
+      await this.#maybeFinishRebuild();
+      await sleep(20);
+    }
+  }
+
+  async #rebuildFromL0(reason: string): Promise<void> {
+    const admin = this.#admin;
+    const stopped = (): boolean => this.#state === 'stopped';
+    if (admin === null || stopped()) return;
+    this.#logger.warn({ reason }, 'rebuilding the projection from L0');
+    this.#metrics.rebuildStarted(reason);
+    this.#metrics.rebuilding(true);
+    this.#state = 'rebuilding';
+    // From here on, batches of the old consumer are dropped unapplied (their commits do not matter: the
+    // group is reset to the beginning below).
+    this.#epoch = null;
+    this.#progress = null;
+    await this.#consumer?.stop();
+    this.#consumer = null;
+    if (stopped()) return;
+    const epoch = await this.projection.beginRebuild(reason);
+    await resetToEarliest(admin, this.#config.MATERIALIZER_GROUP_ID, this.#topics.turns, this.#logger);
+    const ends = await admin.fetchTopicOffsets(this.#topics.turns);
+    if (stopped()) return;
+    this.#progress = {
+      epoch,
+      targets: new Map(ends.map((p) => [p.partition, Number(p.high)])),
+      reached: new Map(ends.map((p) => [p.partition, Number(p.low)])),
+      lastBatchAt: Date.now(),
+    };
+    this.#epoch = epoch;
+    await this.#startConsumer();
+    this.#progress.lastBatchAt = Date.now();
+    this.#logger.info({ epoch, targets: Object.fromEntries(this.#progress.targets) }, 'rebuild replaying L0');
+    await this.#maybeFinishRebuild();
+  }
+
+  async #maybeFinishRebuild(): Promise<void> {
+    const progress = this.#progress;
+    if (progress === null || this.#consumer === null) return;
+    const reachedAll = [...progress.targets].every(
+      ([partition, high]) => (progress.reached.get(partition) ?? 0) >= high,
+    );
+    const idle = this.#consumer.ready() && Date.now() - progress.lastBatchAt >= this.#config.REBUILD_IDLE_MS;
+    if (!reachedAll && !idle) return;
+    this.#progress = null;
+    if (await this.projection.finishRebuild(progress.epoch)) {
+      this.#state = this.#state === 'rebuilding' ? 'running' : this.#state;
+      this.#metrics.rebuilding(false);
+      this.#logger.info({ epoch: progress.epoch, reachedAll }, 'rebuild caught up');
+    }
+  }
+
+  async #startConsumer(): Promise<void> {
+    const bus = this.#bus;
+    if (bus === null) return;
+    const consumer = bus.consumer({
+      groupId: this.#config.MATERIALIZER_GROUP_ID,
+      role: 'turns',
+      fromBeginning: true,
+      partitionsConsumedConcurrently: this.#config.PARTITIONS_CONSUMED_CONCURRENTLY,
+      onBatch: (records) => this.#onBatch(records),
+      onDeadLetter: (_record, reason) => this.#metrics.deadLetter(reason),
+    });
+    this.#consumer = consumer;
+    await consumer.run();
+  }
+
+  async #onBatch(records: DecodedRecord<TurnEvent>[]): Promise<void> {
+    const epoch = this.#epoch;
+    const producer = this.#producer;
+    // A rebuild is starting: drop the batch; the group will be reset to the beginning.
+    if (epoch === null || producer === null || records.length === 0) return;
+    const started = process.hrtime.bigint();
+    const applied = await this.projection.applyBatchInEpoch(
+      epoch,
+      records.map((record) => ({
+        turn: record.value,
+        partition: record.raw.partition,
+        offset: record.raw.offset,
+      })),
+    );
+    if (!applied.ok) {
+      // Flushed (or rebuilt elsewhere) before or during this batch: its outcomes describe lost state.
+      this.#logger.warn({ expected: epoch, found: applied.epoch }, 'projection epoch changed under a batch');
+      void this.rebuild('projection lost').catch((error: unknown) =>
+        this.#logger.error({ err: error }, 'rebuild failed'),
+      );
+      return;
+    }
+    const dead = this.#deadLetters(records, applied.outcomes);
+    if (dead.length > 0) {
+      await producer.send(
+        'deadletter',
+        dead.map((d) => d.letter),
+      );
+      for (const d of dead) {
+        this.#sent.add(d.id);
+        this.#metrics.deadLetter(d.letter.reason);
+        this.#logger.warn(
+          { partition: d.letter.partition, offset: d.letter.offset, reason: d.letter.reason },
+          `dead-lettered: ${d.letter.message}`,
+        );
+      }
+      if (this.#sent.size > 100_000) this.#sent.clear();
+    }
+    let fresh = 0;
+    let duplicate = 0;
+    let refused = 0;
+    for (const { result } of applied.outcomes) {
+      if (!result.ok) refused++;
+      else if (result.duplicate) duplicate++;
+      else fresh++;
+    }
+    this.#metrics.turns('applied', fresh);
+    this.#metrics.turns('duplicate', duplicate);
+    this.#metrics.turns('refused', refused);
+    this.#metrics.applied(Number(process.hrtime.bigint() - started) / 1e9, records.length);
+
+    const progress = this.#progress;
+    if (progress !== null && progress.epoch === epoch) {
+      const last = records[records.length - 1]!.raw;
+      progress.reached.set(last.partition, last.offset + 1);
+      progress.lastBatchAt = Date.now();
+      await this.#maybeFinishRebuild();
+    }
+  }
+
+  /** A dead letter per refused turn and per skipped change, except those this process already sent. */
+  #deadLetters(
+    records: readonly DecodedRecord<TurnEvent>[],
+    outcomes: readonly ApplyOutcome[],
+  ): { id: string; letter: DeadLetter }[] {
+    const dead: { id: string; letter: DeadLetter }[] = [];
+    outcomes.forEach((outcome, i) => {
+      const raw = records[i]!.raw;
+      const add = (reason: DeadLetter['reason'], index: number, message: string): void => {
+        const id = `${raw.partition}:${raw.offset}:${reason}:${index}`;
+        if (this.#sent.has(id)) return;
+        dead.push({ id, letter: deadLetterOf(raw, reason, message, 'materializer') });
+      };
+      const { result, turn } = outcome;
+      const where = `${turn.tenantId}/${turn.sessionId} seq ${turn.seq}`;
+      if (!result.ok) add(result.reason, -1, `${where}: ${result.message}`);
+      for (const skipped of outcome.skipped) {
+        add(skipped.reason, skipped.index, `${where}, change ${skipped.index} skipped: ${skipped.message}`);
+      }
+    });
+    return dead;
+  }
+
+  async #tick(): Promise<void> {
+    if (this.#ticking || this.#state === 'stopped') return;
+    this.#ticking = true;
+    try {
+      if (this.#retryRebuild !== null && this.#rebuild === null) await this.rebuild(this.#retryRebuild);
+      await this.#checkEpoch('periodic check');
+      await this.#maybeFinishRebuild();
+    } catch (error) {
+      this.#logger.warn({ err: error }, 'epoch check failed');
+    } finally {
+      this.#ticking = false;
+    }
+  }
+
+  /** Rebuilds when the projection's epoch is not the one this materializer writes under. */
+  async #checkEpoch(why: string): Promise<void> {
+    if (this.#state !== 'running' && this.#state !== 'rebuilding') return;
+    if (this.#rebuild !== null || this.#epoch === null) return;
+    const expected = this.#epoch;
+    const current = await this.projection.epoch();
+    if (current === expected || this.#rebuild !== null || this.#epoch !== expected) return;
+    this.#logger.warn({ why, expected, found: current }, 'projection epoch gone');
+    await this.rebuild(current === null ? 'projection lost' : 'epoch replaced');
+  }
+}
+
+/**
+ * Points the group back at the beginning of the topic. The group must have no members: the caller has
+ * stopped its consumer (leaving the group), but the coordinator may take a moment to see it empty.
+ */
+async function resetToEarliest(admin: Admin, groupId: string, topic: string, logger: Logger): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await admin.resetOffsets({ groupId, topic, earliest: true });
+      return;
+    } catch (error) {
+      if (attempt >= 20) throw error;
+      logger.warn({ err: error, attempt }, 'resetting the group offsets failed; retrying');
+      await sleep(Math.min(250 * attempt, 2_000));
+    }
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,179 @@
+import { sessionKey } from '@tidemark/contract';
+import { generateSession, type StateChange, type TurnEvent } from '@tidemark/core';
+import { Projection } from '@tidemark/state';
+import { redisClient, uniqueName } from '@tidemark/test-infra';
+import { describe, expect, it } from 'vitest';
+import { dumpProjection, expectedWatermarks, expectMatchesFold, harness } from './harness.js';
+
+/** Sessions' turns interleaved round-robin, as many runtimes publishing at once would. */
+function interleave(sessions: readonly TurnEvent[][]): TurnEvent[] {
+  const out: TurnEvent[] = [];
+  const longest = Math.max(...sessions.map((s) => s.length));
+  for (let i = 0; i < longest; i++) for (const s of sessions) if (s[i] !== undefined) out.push(s[i]!);
+  return out;
+}
+
+function generated(count: number, turns: number, tag: string): TurnEvent[][] {
+  return Array.from({ length: count }, (_, i) =>
+    generateSession(1_000 + i * 17, {
+      turns,
+      sessionId: `${tag}-${i}`,
+      tenantId: i % 2 === 0 ? 'tenant-a' : 'tenant-b',
+      activity: 0.4 + (i % 3) * 0.2,
+    }),
+  );
+}
+
+describe('materializer', () => {
+  it('folds generated sessions into a projection that answers as the core fold', async () => {
+    const h = await harness();
+    const turns = interleave(generated(6, 150, 'gen'));
+    await h.publish(turns);
+    await h.startMaterializer();
+    await h.waitForWatermarks(expectedWatermarks(turns));
+    await expectMatchesFold(h.projection, turns, 1);
+
+    // Each turn's turns.l0 position is recorded: one partition per session, offsets rising with seq.
+    const positions = await Promise.all(
+      Array.from({ length: 150 }, (_, i) => h.projection.l0Position('tenant-a', 'gen-0', i + 1)),
+    );
+    expect(new Set(positions.map((p) => p?.partition)).size).toBe(1);
+    const offsets = positions.map((p) => p!.offset);
+    expect(offsets).toEqual([...offsets].sort((a, b) => a - b));
+    expect(h.deadLetters).toEqual([]);
+  });
+
+  it('leaves the state unchanged when a batch is redelivered (offsets reset)', async () => {
+    const h = await harness();
+    const turns = interleave(generated(4, 120, 'redeliver'));
+    await h.publish(turns);
+    const first = await h.startMaterializer();
+    await h.waitForWatermarks(expectedWatermarks(turns));
+    await h.waitForCommitted(h.config.MATERIALIZER_GROUP_ID);
+    await first.stop();
+    const before = await dumpProjection(h.redis, h.config.REDIS_PREFIX);
+
+    const admin = h.bus.kafka.admin();
+    await admin.connect();
+    await admin.resetOffsets({
+      groupId: h.config.MATERIALIZER_GROUP_ID,
+      topic: `${h.config.TOPIC_PREFIX}turns.l0`,
+      earliest: true,
+    });
+    await admin.disconnect();
+    await h.startMaterializer();
+    await h.waitForCommitted(h.config.MATERIALIZER_GROUP_ID);
+    expect(await dumpProjection(h.redis, h.config.REDIS_PREFIX)).toEqual(before);
+    await expectMatchesFold(h.projection, turns, 2, 10);
+  });
+
+  it('rebuilds a projection lost mid-stream (Redis flushed) into the state of a run without the loss', async () => {
+    const h = await harness();
+    const sessions = generated(5, 160, 'flush');
+    const firstHalf = interleave(sessions.map((s) => s.slice(0, 80)));
+    const secondHalf = interleave(sessions.map((s) => s.slice(80)));
+    await h.publish(firstHalf);
+    const materializer = await h.startMaterializer();
+    await h.waitForWatermarks(expectedWatermarks(firstHalf));
+    const epochBefore = await h.projection.epoch();
+
+    // What FLUSHALL does to this test's projection (the Redis is shared with other tests).
+    const keys = await h.redis.keys(`${h.config.REDIS_PREFIX}*`);
+    await h.redis.del(...keys);
+    // Lost, readers never see ok: they wait, then answer rebuilding.
+    expect(await h.projection.waitForWatermark('tenant-a', 'flush-0', 10, 0)).toEqual({
+      ok: false,
+      reason: 'rebuilding',
+    });
+    await h.publish(secondHalf);
+
+    const all = [...firstHalf, ...secondHalf];
+    await h.waitForWatermarks(expectedWatermarks(all));
+    await materializer.caughtUp(30_000);
+    expect(await h.projection.rebuilding()).toBeNull();
+    expect(await h.projection.epoch()).not.toBe(epochBefore);
+    await expectMatchesFold(h.projection, all, 3);
+
+    // A run without the loss, over the same topic, in a group and a Redis prefix of its own.
+    const clean = redisClient();
+    await h.startMaterializer({ MATERIALIZER_GROUP_ID: uniqueName('clean'), REDIS_PREFIX: clean.prefix });
+    await h.waitForWatermarksOf(
+      new Projection(clean.redis, { prefix: clean.prefix }),
+      expectedWatermarks(all),
+    );
+    expect(await dumpProjection(h.redis, h.config.REDIS_PREFIX)).toEqual(
+      await dumpProjection(clean.redis, clean.prefix),
+    );
+  });
+
+  it('dead-letters each bad input with its reason code, marks the session broken, and keeps consuming', async () => {
+    const h = await harness();
+    const base = (sessionId: string, turns: number) =>
+      generateSession(77, { turns, sessionId, activity: 0.3 });
+    const ghost: StateChange = { type: 'item_closed', itemId: 'call-never', outcome: 'ok', detail: null };
+
+    const gap = base('gap', 8).filter((t) => t.seq !== 6); // 7 and 8 arrive after 5
+    const conflict = base('conflict', 8);
+    conflict.splice(5, 0, { ...conflict[4]!, turnId: 'another-turn-5' }); // seq 5 again, another turn
+    const regression = base('regression', 7);
+    regression.splice(6, 0, { ...regression[2]!, turnId: 'rewritten-3' }); // seq 3 after 6
+    const unknown = base('unknown', 6);
+    unknown[4] = { ...unknown[4]!, changes: [...unknown[4]!.changes, ghost] }; // seq 5 closes a call never opened
+    const after = base('after', 30); // a good session behind them all
+
+    const turns = [...gap, ...conflict, ...regression, ...unknown, ...after];
+    await h.publish(turns);
+    await h.startMaterializer();
+    await h.waitForWatermarks(expectedWatermarks(turns));
+    const letters = await h.waitForDeadLetters(5);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(h.deadLetters).toHaveLength(5);
+
+    const turnsTopic = `${h.config.TOPIC_PREFIX}turns.l0`;
+    const of = (sessionId: string) =>
+      letters
+        .filter((l) => Buffer.from(l.key!).toString() === sessionKey('tenant-a', sessionId))
+        .map((l) => ({ reason: l.reason, topic: l.originalTopic, service: l.service, message: l.message }));
+    const letter = (reason: string, message: string) => ({
+      reason,
+      topic: turnsTopic,
+      service: 'materializer',
+      message: expect.stringContaining(message) as unknown,
+    });
+    expect(of('gap')).toEqual([
+      letter('seq_gap', 'seq 7 after 5: 1 turn(s) missing'),
+      letter('seq_gap', 'seq 8 after 5: 2 turn(s) missing'),
+    ]);
+    expect(of('conflict')).toEqual([letter('seq_duplicate_conflict', 'not another-turn-5')]);
+    expect(of('regression')).toEqual([letter('seq_regression', 'seq 3 is behind 6')]);
+    expect(of('unknown')).toEqual([letter('unknown_item', 'item call-never was never opened')]);
+
+    // Each dead letter carries the original record: its bytes, and where it was (the session's partition).
+    for (const l of letters) {
+      const sessionId = Buffer.from(l.key!).toString().split('/')[1]!;
+      const position = await h.projection.l0Position('tenant-a', sessionId, 1);
+      expect(l.partition).toBe(position!.partition);
+      expect(l.value!.length).toBeGreaterThan(5);
+    }
+
+    const broken = async (sessionId: string) => (await h.projection.watermark('tenant-a', sessionId)).broken;
+    expect(await broken('gap')).toEqual({ seq: 7, reason: 'seq_gap' });
+    expect(await broken('conflict')).toEqual({ seq: 5, reason: 'seq_duplicate_conflict' });
+    expect(await broken('regression')).toEqual({ seq: 3, reason: 'seq_regression' });
+    expect(await broken('unknown')).toEqual({ seq: 5, reason: 'unknown_item' });
+    expect(await broken('after')).toBeNull();
+
+    // Markers at or past the break are unverifiable; before it they are not affected.
+    expect(await h.projection.waitForWatermark('tenant-a', 'gap', 7, 100)).toEqual({
+      ok: false,
+      reason: 'broken',
+    });
+    expect(await h.projection.waitForWatermark('tenant-a', 'unknown', 6, 100)).toEqual({
+      ok: false,
+      reason: 'broken',
+    });
+    expect(await h.projection.waitForWatermark('tenant-a', 'unknown', 4, 100)).toEqual({ ok: true });
+    expect(await h.projection.waitForWatermark('tenant-a', 'after', 30, 100)).toEqual({ ok: true });
+    await expectMatchesFold(h.projection, turns, 4, 10);
+  });
+});
