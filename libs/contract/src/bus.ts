@@ -357,7 +357,6 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
     consumer.on(GROUP_JOIN, () => {
       this.#joined = true;
       this.#crashed = false;
-      this.#restartDelay = restartBackoffMs.initial;
     });
     consumer.on(STOP, () => {
       this.#joined = false;
@@ -464,6 +463,8 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
       ],
     });
     await payload.heartbeat();
+    // A batch went through: a later crash is a new problem, restarted without the earlier backoff.
+    this.#restartDelay = restartBackoffMs.initial;
   }
 
   ready(): boolean {

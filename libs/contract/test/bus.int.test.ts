@@ -162,6 +162,44 @@ describe('the bus', () => {
     expect(again.received.map((r) => r.value.sessionId)).toEqual(['after']);
   });
 
+  it('restarts a consumer that crashed for a cause kafkajs does not restart for', async () => {
+    const topics = await isolatedTopics(1);
+    const logs: string[] = [];
+    const logger = pino({ level: 'error' }, { write: (line: string) => void logs.push(line) });
+    const bus = await connectBus(topics, { logger });
+    const sent = turnsOf('acme', 'bug', 2);
+    await (await bus.producer()).send('turns', sent);
+    let failures = 0;
+    const delivered: TurnEvent[] = [];
+    const consumer = bus.consumer({
+      groupId: uniqueName('g'),
+      role: 'turns',
+      onBatch: (records) => {
+        if (failures < 2) {
+          failures += 1;
+          // Not retriable: kafkajs crashes the consumer without restarting it.
+          return Promise.reject(Object.assign(new Error('a bug'), { retriable: false }));
+        }
+        delivered.push(...records.map((r) => r.value));
+        return Promise.resolve();
+      },
+    });
+    await consumer.run();
+    await eventually(
+      () => delivered.length,
+      (n) => n === 2,
+    );
+    expect(delivered).toStrictEqual(sent);
+    const crashes = logs
+      .map((line) => JSON.parse(line) as { msg: string; restart?: boolean })
+      .filter((l) => l.msg === 'consumer crashed');
+    expect(crashes.map((c) => c.restart)).toEqual([false, false]);
+    await eventually(
+      () => consumer.ready(),
+      (ready) => ready,
+    );
+  });
+
   it('refuses to send an invalid event, a marker to the wrong role or an oversize event, naming why', async () => {
     const topics = await isolatedTopics(1);
     const bus = await connectBus(topics, { maxEventBytes: 2048 });
