@@ -71,6 +71,11 @@ export interface ConsumeOptions<R extends TopicRole> {
   partitionsConsumedConcurrently?: number;
   /** How long an idle fetch waits for data (default 500 ms); also bounds how long `stop()` takes. */
   maxWaitTimeInMs?: number;
+  /**
+   * How long the group waits for a silent member (a SIGKILLed one) before its partitions move on
+   * (kafkajs default 30 s; the broker's floor is 6 s). A restarted service resumes after at most this.
+   */
+  sessionTimeout?: number;
 }
 
 export interface EventConsumer {
@@ -351,6 +356,12 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
       // this bounds how long a graceful shutdown takes on an idle topic.
       maxWaitTimeInMs: this.#options.maxWaitTimeInMs ?? 500,
       retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 5_000 },
+      ...(this.#options.sessionTimeout === undefined
+        ? {}
+        : {
+            sessionTimeout: this.#options.sessionTimeout,
+            heartbeatInterval: Math.min(3_000, Math.floor(this.#options.sessionTimeout / 3)),
+          }),
     });
     this.#consumer = consumer;
     const { GROUP_JOIN, CRASH, STOP } = consumer.events;
