@@ -1,0 +1,237 @@
+import { replayCommand } from '@tidemark/compactor';
+import { definePolicy, type Policy } from '@tidemark/core';
+import { createResumeClient } from '@tidemark/resume';
+import { loadScenarios, type ScenarioSession } from '@tidemark/scenarios';
+import { commonConfig, createLogger, parseConfig, z } from '@tidemark/service';
+import { Command, InvalidArgumentError } from 'commander';
+import { Redis } from 'ioredis';
+import { runDemo, policyOverridesOf } from './demo.js';
+import { runFallbackReport, formatFallbackReport } from './fallback.js';
+import { formatSessionReport } from './format.js';
+import { Journal } from './journal.js';
+import { provision, startPipeline, waitUntilReady, type Env } from './pipeline.js';
+
+// The `tidemark` command. Where the stack is comes from the environment (KAFKA_BROKERS,
+// SCHEMA_REGISTRY_URL, REDIS_URL, TOPIC_PREFIX, REDIS_PREFIX: the same variables as the services, with
+// defaults for the local stack); what to do, from the arguments.
+
+const write = (text: string) => process.stdout.write(`${text}\n`);
+const note = (text: string) => process.stderr.write(`${text}\n`);
+
+function sessionArgument(value: string): { tenantId: string; sessionId: string } {
+  const slash = value.indexOf('/');
+  if (slash <= 0 || slash === value.length - 1) {
+    throw new InvalidArgumentError('expected <tenant>/<session>, e.g. acme/migration-strict');
+  }
+  return { tenantId: value.slice(0, slash), sessionId: value.slice(slash + 1) };
+}
+
+const integer = (min: number) => (value: string) => {
+  const parsed = Number(value);
+  if (!Number.isSafeInteger(parsed) || parsed < min)
+    throw new InvalidArgumentError(`must be an integer ≥ ${min}`);
+  return parsed;
+};
+
+/** The token the demo configures for each demo tenant, so `curl` works against `--follow`. */
+export const demoToken = (tenantId: string) => `demo-token-${tenantId}`;
+
+/** The environment the all-in-one process runs the demo with: policies per demo session, demo tokens. */
+export async function demoEnv(env: Env, scenarios: readonly ScenarioSession[]): Promise<Env> {
+  const { hashToken } = await import('@tidemark/resume');
+  const tenants = [...new Set(scenarios.map((s) => s.tenantId))];
+  const tokens = tenants.map((tenant) => `${tenant}:${hashToken(demoToken(tenant))}`);
+  return {
+    ...env,
+    POLICY_OVERRIDES: env.POLICY_OVERRIDES ?? policyOverridesOf(scenarios),
+    RESUME_TOKENS: [env.RESUME_TOKENS, ...tokens].filter((t) => t !== undefined && t !== '').join(','),
+  };
+}
+
+function startCommand(env: Env): Command {
+  return new Command('start')
+    .description(
+      'Run the pipeline (materializer, compactor, validator, resume) in one process, play the demo sessions through it and print a report per session. The local stack must be up (npm start brings it up).',
+    )
+    .option('--follow', 'keep the services running after the demo (Ctrl-C stops everything cleanly)', false)
+    .option('--no-demo', 'run the services without playing the demo')
+    .option(
+      '--port <port>',
+      'the HTTP port: /healthz, /readyz, /metrics and the resume API',
+      integer(0),
+      7400,
+    )
+    .option('--log-level <level>', 'service log level (logs go to stderr)', 'warn')
+    .action(async (flags: { follow: boolean; demo: boolean; port: number; logLevel: string }) => {
+      const scenarios = loadScenarios();
+      const runEnv = await demoEnv({ LOG_LEVEL: flags.logLevel, ...env }, scenarios);
+      const logger = createLogger('tidemark', parseConfig(z.object(commonConfig), runEnv).LOG_LEVEL);
+      note('starting the pipeline…');
+      const pipeline = await startPipeline({ env: runEnv, logger, port: flags.port });
+      let stopping = false;
+      const stop = async () => {
+        if (stopping) return;
+        stopping = true;
+        note('stopping…');
+        await pipeline.stop();
+      };
+      process.once('SIGINT', () => void stop().then(() => process.exit(130)));
+      process.once('SIGTERM', () => void stop().then(() => process.exit(143)));
+      await waitUntilReady(pipeline.host);
+      note(`pipeline ready at ${pipeline.url} (/healthz, /readyz, /metrics, /openapi.json)`);
+      let failed = false;
+      if (flags.demo) {
+        const outcomes = await runDemo(pipeline, { env: runEnv, logger, scenarios, progress: note });
+        write('');
+        for (const outcome of outcomes) {
+          write(outcome.report);
+          const same =
+            outcome.resume.ok &&
+            outcome.resumeAgain.ok &&
+            outcome.resume.result.contextHash === outcome.resumeAgain.result.contextHash;
+          write(
+            `  two resumes, one contextHash: ${same ? 'yes' : 'NO'}; matches the core reference: ${outcome.matchesReference ? 'yes' : 'NO'}`,
+          );
+          write('');
+          failed ||= !same || !outcome.matchesReference;
+        }
+      }
+      if (flags.follow) {
+        const tenant = scenarios[0]?.tenantId ?? 'acme';
+        note(
+          `following; try: curl -H 'authorization: Bearer ${demoToken(tenant)}' ${pipeline.url}/v1/sessions/${tenant}/${scenarios[0]?.sessionId ?? 'session'}/resume — Ctrl-C stops`,
+        );
+        return;
+      }
+      await stop();
+      if (failed) process.exitCode = 1;
+    });
+}
+
+function inspectCommand(env: Env): Command {
+  return new Command('inspect')
+    .description("Print a session's compactions, marker decisions and resume plan, readably.")
+    .argument('<tenant/session>', 'the session, e.g. acme/migration-lossy', sessionArgument)
+    .action(async (ref: { tenantId: string; sessionId: string }) => {
+      const config = parseConfig(z.object(commonConfig), env);
+      const logger = createLogger('tidemark', 'warn');
+      const bus = await provision(env, logger);
+      const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 });
+      try {
+        note('reading the compactions and markers topics…');
+        const journal = await Journal.open(bus, [`${ref.tenantId}/${ref.sessionId}`]);
+        await journal.caughtUp();
+        await journal.close();
+        const client = createResumeClient({ redis, redisPrefix: config.REDIS_PREFIX, bus });
+        const resume = await client.resume(ref.tenantId, ref.sessionId);
+        await client.close();
+        const entry = journal.session(ref.tenantId, ref.sessionId);
+        const turns = resume.ok ? resume.result.rawToSeq : 0;
+        write(formatSessionReport({ ...ref, turns, journal: entry, resume }));
+        if (!resume.ok && resume.code === 'session_not_found') process.exitCode = 2;
+      } finally {
+        redis.disconnect();
+        await bus.disconnect();
+      }
+    });
+}
+
+function resumeCommand(env: Env): Command {
+  return new Command('resume')
+    .description('Print the context a session resumes with (mode, marker, messages, contextHash) as JSON.')
+    .argument('<tenant/session>', 'the session, e.g. acme/migration-strict', sessionArgument)
+    .action(async (ref: { tenantId: string; sessionId: string }) => {
+      const config = parseConfig(z.object(commonConfig), env);
+      const logger = createLogger('tidemark', 'warn');
+      const bus = await provision(env, logger);
+      const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 });
+      try {
+        const client = createResumeClient({ redis, redisPrefix: config.REDIS_PREFIX, bus });
+        const outcome = await client.resume(ref.tenantId, ref.sessionId);
+        await client.close();
+        if (!outcome.ok) {
+          note(`cannot resume ${ref.tenantId}/${ref.sessionId}: ${outcome.code}: ${outcome.message}`);
+          process.exitCode = outcome.code === 'session_not_found' ? 2 : 3;
+          return;
+        }
+        write(JSON.stringify(outcome.result, null, 2));
+      } finally {
+        redis.disconnect();
+        await bus.disconnect();
+      }
+    });
+}
+
+function reportCommand(env: Env): Command {
+  return new Command('report')
+    .description(
+      'Run a generated workload through the pipeline once per summarizer and report the fraction of resumes that fall back to raw and the resume divergence (which must be zero).',
+    )
+    .option('--sessions <n>', 'sessions per summarizer', integer(1), 40)
+    .option('--turns <n>', 'turns per session', integer(1), 200)
+    .option('--seed <n>', 'the first session seed', integer(0), 1)
+    .option('--tool-calls <p>', 'per-turn odds of a batch of tool calls', Number, 0.2)
+    .option('--long-calls <p>', 'share of tool calls that run long (across boundaries)', Number, 0.1)
+    .option('--rejections <p>', 'per-turn odds of a rejected approach', Number, 0.02)
+    .option('--failures <p>', 'per-turn odds of a failed approach', Number, 0.02)
+    .option('--artifacts <p>', 'per-turn odds of an artifact change', Number, 0.06)
+    .option('--summarizers <list>', 'comma-separated summarizers', 'strict,narrative')
+    .option(
+      '--max-repairs <n>',
+      'strict repairs per invalid span (0 shows the raw fallback rate)',
+      integer(0),
+      1,
+    )
+    .action(
+      async (flags: {
+        sessions: number;
+        turns: number;
+        seed: number;
+        toolCalls: number;
+        longCalls: number;
+        rejections: number;
+        failures: number;
+        artifacts: number;
+        summarizers: string;
+        maxRepairs: number;
+      }) => {
+        const policies: Policy[] = flags.summarizers
+          .split(',')
+          .map((summarizer) => definePolicy({ summarizer: summarizer.trim() }));
+        const logger = createLogger('tidemark', 'warn');
+        const result = await runFallbackReport({
+          env: { ...env, MAX_REPAIRS: String(flags.maxRepairs) },
+          logger,
+          policies,
+          workload: {
+            sessions: flags.sessions,
+            turns: flags.turns,
+            seed: flags.seed,
+            rates: {
+              toolCalls: flags.toolCalls,
+              longCalls: flags.longCalls,
+              rejections: flags.rejections,
+              failures: flags.failures,
+              artifacts: flags.artifacts,
+            },
+          },
+          progress: note,
+        });
+        write(formatFallbackReport(result, process.argv.slice(2).join(' ')));
+        if (result.rows.some((row) => row.figures.divergentSessions > 0)) process.exitCode = 1;
+      },
+    );
+}
+
+export function tidemarkProgram(env: Env = process.env): Command {
+  return new Command('tidemark')
+    .description(
+      'Tidemark: decides at compaction time whether an agent\u2019s recovery marker may be trusted.',
+    )
+    .addCommand(startCommand(env))
+    .addCommand(replayCommand(env))
+    .addCommand(inspectCommand(env))
+    .addCommand(resumeCommand(env))
+    .addCommand(reportCommand(env))
+    .showHelpAfterError();
+}

@@ -1,0 +1,193 @@
+import { randomUUID } from 'node:crypto';
+import { createPublisher, sessionKey } from '@tidemark/contract';
+import type { Policy } from '@tidemark/core';
+import {
+  fallbackFigures,
+  generateWorkload,
+  type FallbackFigures,
+  type WorkloadOptions,
+} from '@tidemark/scenarios';
+import { commonConfig, parseConfig, z, type Logger } from '@tidemark/service';
+import { Journal } from './journal.js';
+import { startPipeline, waitUntilReady, type Env } from './pipeline.js';
+import { settle } from './settle.js';
+
+// The fallback report: a generated workload through the real pipeline, once per summarizer (each as its
+// own tenant, compacted under its own policy), and per summarizer the share of resumes that fall back to
+// raw and the resume divergence. It runs on topics and Redis keys of its own (a fresh prefix), so it
+// neither disturbs nor is disturbed by whatever else runs on the stack.
+
+export interface FallbackReportOptions {
+  readonly env: Env;
+  readonly logger: Logger;
+  readonly policies: readonly Policy[];
+  readonly workload: Omit<WorkloadOptions, 'tenantId'>;
+  readonly progress?: (line: string) => void;
+  readonly settleTimeoutMs?: number;
+}
+
+export interface FallbackRow {
+  readonly summarizer: string;
+  readonly figures: FallbackFigures;
+  /** Sessions whose live outcome differed from the core reference. */
+  readonly mismatches: number;
+}
+
+export interface FallbackReport {
+  readonly rows: readonly FallbackRow[];
+  readonly workload: FallbackReportOptions['workload'];
+  readonly maxRepairs: number;
+  readonly seconds: number;
+}
+
+export async function runFallbackReport(options: FallbackReportOptions): Promise<FallbackReport> {
+  const say = options.progress ?? (() => undefined);
+  const run = randomUUID().slice(0, 8);
+  const tenants = options.policies.map((policy) => ({
+    tenantId: `report-${policy.summarizer.replace(/[^a-z0-9-]/gi, '-')}`,
+    policy,
+  }));
+  const env: Env = {
+    ...options.env,
+    TOPIC_PREFIX: `${options.env.TOPIC_PREFIX ?? ''}report-${run}.`,
+    REDIS_PREFIX: `${options.env.REDIS_PREFIX ?? 'tidemark:'}report-${run}:`,
+    POLICY_OVERRIDES: JSON.stringify(Object.fromEntries(tenants.map((t) => [t.tenantId, t.policy]))),
+  };
+  const config = parseConfig(
+    z.object({ ...commonConfig, MAX_REPAIRS: z.coerce.number().int().min(0).default(1) }),
+    env,
+  );
+  const began = performance.now();
+  say(`fallback report ${run}: topics ${config.TOPIC_PREFIX}*, Redis ${config.REDIS_PREFIX}*`);
+  const pipeline = await startPipeline({ env, logger: options.logger, port: 0 });
+  try {
+    await waitUntilReady(pipeline.host);
+    const sessions = tenants.map(({ tenantId, policy }) => ({
+      tenantId,
+      policy,
+      sessions: generateWorkload({ ...options.workload, tenantId }),
+    }));
+    const journal = await Journal.open(
+      pipeline.bus,
+      sessions.flatMap((t) => t.sessions.map((turns) => sessionKey(tenantId(turns), sessionIdOf(turns)))),
+    );
+    const publisher = await createPublisher({
+      brokers: config.KAFKA_BROKERS,
+      registryUrl: config.SCHEMA_REGISTRY_URL,
+      clientId: `tidemark-report-${run}`,
+      topicPrefix: config.TOPIC_PREFIX,
+      logger: options.logger,
+    });
+    const total = sessions.reduce((sum, t) => sum + t.sessions.reduce((n, s) => n + s.length, 0), 0);
+    let published = 0;
+    for (const tenant of sessions) {
+      for (const turns of tenant.sessions) {
+        await publisher.publishTurns(turns);
+        published += turns.length;
+      }
+      say(`published ${published}/${total} turns`);
+    }
+    await publisher.close();
+
+    const rows: FallbackRow[] = [];
+    for (const tenant of sessions) {
+      const observations = [];
+      let mismatches = 0;
+      let done = 0;
+      for (const turns of tenant.sessions) {
+        const settled = await settle(
+          journal,
+          pipeline,
+          [
+            {
+              tenantId: tenant.tenantId,
+              sessionId: sessionIdOf(turns),
+              turns,
+              policy: tenant.policy,
+              maxRepairs: config.MAX_REPAIRS,
+            },
+          ],
+          options.settleTimeoutMs ?? 60_000,
+        );
+        if (!settled.matchesReference) mismatches += 1;
+        if (settled.resume.ok && settled.resumeAgain.ok) {
+          observations.push({
+            sessionId: sessionIdOf(turns),
+            plan: settled.resume.context.plan,
+            contextHashes: [settled.resume.result.contextHash, settled.resumeAgain.result.contextHash],
+            invalidAtFirstCheck: settled.journal.decisions.filter(
+              (d) => d.type === 'marker_invalid' && d.cause === 'check',
+            ).length,
+            markers: new Set(
+              settled.journal.compactions.filter((c) => c.attempt === 0).map((c) => c.compactionId),
+            ).size,
+          });
+        } else {
+          mismatches += 1;
+        }
+        done += 1;
+        if (done % 10 === 0 || done === tenant.sessions.length) {
+          say(`${tenant.policy.summarizer}: ${done}/${tenant.sessions.length} sessions settled`);
+        }
+      }
+      rows.push({ summarizer: tenant.policy.summarizer, figures: fallbackFigures(observations), mismatches });
+    }
+    await journal.close();
+    return {
+      rows,
+      workload: options.workload,
+      maxRepairs: config.MAX_REPAIRS,
+      seconds: (performance.now() - began) / 1000,
+    };
+  } finally {
+    await pipeline.stop();
+    await dropRun(pipeline, config);
+  }
+}
+
+const tenantId = (turns: readonly { tenantId: string }[]): string => turns[0]?.tenantId ?? '';
+const sessionIdOf = (turns: readonly { sessionId: string }[]): string => turns[0]?.sessionId ?? '';
+
+/** The report's topics and keys are its own; leave nothing behind. */
+async function dropRun(
+  pipeline: { bus: { topics: Record<string, string> } },
+  config: { REDIS_URL: string; REDIS_PREFIX: string; KAFKA_BROKERS: string[] },
+): Promise<void> {
+  const { Kafka, logLevel } = await import('kafkajs');
+  const { Redis } = await import('ioredis');
+  const admin = new Kafka({
+    clientId: 'tidemark-report-cleanup',
+    brokers: config.KAFKA_BROKERS,
+    logLevel: logLevel.NOTHING,
+  }).admin();
+  await admin.connect();
+  await admin.deleteTopics({ topics: Object.values(pipeline.bus.topics) }).catch(() => undefined);
+  await admin.disconnect();
+  const redis = new Redis(config.REDIS_URL);
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${config.REDIS_PREFIX}*`, 'COUNT', 1000);
+    if (keys.length > 0) await redis.unlink(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+  redis.disconnect();
+}
+
+const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
+
+export function formatFallbackReport(report: FallbackReport, command: string): string {
+  const w = report.workload;
+  const lines = [
+    `Fallback report — ${w.sessions ?? 50} sessions × ${w.turns ?? 200} turns per summarizer, max repairs ${report.maxRepairs}, rates ${JSON.stringify(w.rates ?? {})}`,
+    '',
+    '| summarizer | sessions | markers | invalid at first check | digest resumes | raw fallbacks | fallback rate | divergent sessions | differs from reference |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...report.rows.map(
+      ({ summarizer, figures: f, mismatches }) =>
+        `| ${summarizer} | ${f.sessions} | ${f.markers} | ${percent(f.invalidAtFirstCheckRate)} | ${f.digestResumes} | ${f.rawResumes} | ${percent(f.fallbackRate)} | ${f.divergentSessions} | ${mismatches} |`,
+    ),
+    '',
+    `(${report.seconds.toFixed(1)} s; command: pnpm tidemark ${command})`,
+  ];
+  return lines.join('\n');
+}
