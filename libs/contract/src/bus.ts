@@ -444,6 +444,8 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
     const last = batch.messages.at(-1);
     if (last === undefined || isStale()) return;
     if (valid.length > 0) {
+      // Decoding a large batch may have taken a while: tell the group before the service's turn.
+      await payload.heartbeat();
       await this.#options.onBatch(valid, context);
     }
     if (dead.length > 0) {

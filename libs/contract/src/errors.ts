@@ -12,6 +12,8 @@ export type ContractErrorCode =
   | 'seq_out_of_order'
   /** The schema registry refused or failed a call (an incompatible schema, a 5xx, unreachable). */
   | 'registry'
+  /** The broker did not take a send (it is unknown what reached it); the publisher's sessions restart their seq baseline. */
+  | 'send_failed'
   /** The object was used after it was closed. */
   | 'closed';
 

@@ -44,6 +44,9 @@ export interface Publisher {
 }
 
 interface Pending {
+  readonly key: string;
+  /** The session's epoch when the turn was accepted: a failed send starts a new one. */
+  readonly epoch: number;
   readonly turn: TurnEvent;
   readonly message: EncodedMessage;
   readonly resolve: () => void;
@@ -74,6 +77,8 @@ class TurnPublisher implements Publisher {
   readonly #assignSeq: boolean;
   /** The last seq accepted per session key (accepted: validated and queued, maybe not yet durable). */
   readonly #lastSeq = new Map<string, number>();
+  /** Per session, how many of its sends failed: turns accepted before a failure are not sent after it. */
+  readonly #epochs = new Map<string, number>();
   #queue: Pending[] = [];
   #timer: NodeJS.Timeout | null = null;
   /** Batches go out one at a time, in order, so a session's turns cannot overtake each other. */
@@ -127,12 +132,13 @@ class TurnPublisher implements Publisher {
       seqs.set(key, turn.seq);
     }
     for (const [key, seq] of seqs) if (seq !== undefined) this.#lastSeq.set(key, seq);
-    const done = accepted.map(
-      ({ turn, message }) =>
-        new Promise<void>((resolve, reject) => {
-          this.#queue.push({ turn, message, resolve, reject });
-        }),
-    );
+    const done = accepted.map(({ turn, message }) => {
+      const key = sessionKey(turn.tenantId, turn.sessionId);
+      const epoch = this.#epochs.get(key) ?? 0;
+      return new Promise<void>((resolve, reject) => {
+        this.#queue.push({ key, epoch, turn, message, resolve, reject });
+      });
+    });
     if (this.#queue.length >= this.#maxBatchTurns) this.#sendNow();
     else this.#timer ??= setTimeout(() => this.#sendNow(), this.#lingerMs);
     await Promise.all(done);
@@ -163,30 +169,50 @@ class TurnPublisher implements Publisher {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
     if (this.#queue.length === 0) return;
-    const batch = this.#queue;
+    const queued = this.#queue;
     this.#queue = [];
-    this.#sending = this.#sending.then(async () => {
-      try {
-        await this.#producer.sendEncoded(
-          'turns',
-          batch.map((p) => p.message),
+    this.#sending = this.#sending.then(() => this.#send(queued));
+  }
+
+  async #send(queued: readonly Pending[]): Promise<void> {
+    // A turn accepted before an earlier send of its session failed is not sent: it would land after a
+    // hole in the session's seqs. The runtime republishes from its last durable turn.
+    const batch: Pending[] = [];
+    for (const p of queued) {
+      if (p.epoch === (this.#epochs.get(p.key) ?? 0)) batch.push(p);
+      else
+        p.reject(
+          new ContractError(
+            'send_failed',
+            `turn ${p.turn.seq} of ${p.key} was not sent: an earlier send of its session failed`,
+            { retriable: true },
+          ),
         );
-        for (const p of batch) p.resolve();
-      } catch (error) {
-        // What reached the broker is unknown: forget these sessions' seqs, so the runtime's next turn
-        // sets a new baseline instead of being refused against a seq that may not exist.
-        for (const p of batch) this.#lastSeq.delete(sessionKey(p.turn.tenantId, p.turn.sessionId));
-        const failure = new ContractError(
-          'closed',
-          `sending ${batch.length} turn(s) failed: ${(error as Error).message}`,
-          {
-            retriable: true,
-            cause: error,
-          },
-        );
-        for (const p of batch) p.reject(failure);
+    }
+    if (batch.length === 0) return;
+    try {
+      await this.#producer.sendEncoded(
+        'turns',
+        batch.map((p) => p.message),
+      );
+      for (const p of batch) p.resolve();
+    } catch (error) {
+      // What reached the broker is unknown: forget these sessions' seqs, so the runtime's next turn sets
+      // a new baseline instead of being refused against a seq that may not exist.
+      for (const p of batch) {
+        this.#lastSeq.delete(p.key);
+        this.#epochs.set(p.key, p.epoch + 1);
       }
-    });
+      const failure = new ContractError(
+        'send_failed',
+        `sending ${batch.length} turn(s) failed: ${(error as Error).message}`,
+        {
+          retriable: true,
+          cause: error,
+        },
+      );
+      for (const p of batch) p.reject(failure);
+    }
   }
 
   async flush(): Promise<void> {
