@@ -51,6 +51,7 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
     b.consumer({
       groupId: config.GROUP_ID,
       role: 'turns',
+      sessionTimeout: config.CONSUMER_SESSION_TIMEOUT_MS,
       onBatch: async (records) => {
         try {
           await engine!.onTurns(records);
@@ -124,6 +125,7 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
       markers = bus.consumer({
         groupId: markersGroup,
         role: 'markers',
+        sessionTimeout: config.CONSUMER_SESSION_TIMEOUT_MS,
         onBatch: async (records) => {
           await engine!.onMarkers(records);
         },
@@ -155,6 +157,9 @@ export async function restartFromEarliest(
   topic: string,
   logger: Logger,
 ): Promise<void> {
+  // A group that never committed reads from the start anyway (and moving one costs seconds).
+  const committed = await admin.fetchOffsets({ groupId, topics: [topic] });
+  if (committed.every((t) => t.partitions.every((p) => Number(p.offset) < 0))) return;
   try {
     await admin.resetOffsets({ groupId, topic, earliest: true });
   } catch (error) {

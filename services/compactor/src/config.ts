@@ -33,6 +33,11 @@ export const compactorConfigSchema = z.object({
   MAX_REPAIRS: z.coerce.number().int().min(0).default(1),
   /** How long a compaction waits for the materializer to apply its span before the batch is retried. */
   STATE_WAIT_MS: positive.default(10_000),
+  /**
+   * How long the group waits for a member that went silent (SIGKILL) before its partitions move on: a
+   * restarted compactor resumes after at most this (the broker's floor is 6 s).
+   */
+  CONSUMER_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6_000).default(30_000),
   /** Partitions of topics this service creates if they are missing. */
   PARTITIONS: positive.default(4),
 });

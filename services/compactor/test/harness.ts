@@ -124,9 +124,10 @@ export function distinct(compactions: readonly Compaction[]): Map<string, Compac
   return byId;
 }
 
-export const hasIds =
-  (ids: Iterable<string>) =>
-  (all: readonly Compaction[]): boolean => {
+export const hasIds = (ids: Iterable<string>) => {
+  const wanted = [...ids];
+  return (all: readonly Compaction[]): boolean => {
     const seen = new Set(all.map((c) => c.compactionId));
-    return [...ids].every((id) => seen.has(id));
+    return wanted.every((id) => seen.has(id));
   };
+};
