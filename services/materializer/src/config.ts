@@ -14,6 +14,11 @@ export const materializerConfigSchema = z.object({
   REBUILD_IDLE_MS: z.coerce.number().int().positive().default(2_000),
   /** Partitions of turns.l0 applied at once (sessions never span partitions). */
   PARTITIONS_CONSUMED_CONCURRENTLY: z.coerce.number().int().positive().default(1),
+  /**
+   * How long the group waits for a member that went silent (SIGKILL) before its partitions move on: a
+   * restarted materializer resumes after at most this (the broker's floor is 6 s).
+   */
+  CONSUMER_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6_000).default(30_000),
   /** Create the topics if missing (local runs and tests). */
   PROVISION_TOPICS: z.stringbool().default(true),
   /** Partitions of the topics when it provisions them. */

@@ -54,7 +54,8 @@ export async function harness(): Promise<Harness> {
     TOPIC_PARTITIONS: '2',
     EPOCH_CHECK_MS: '200',
     REBUILD_IDLE_MS: '1500',
-    LOG_LEVEL: 'silent',
+    CONSUMER_SESSION_TIMEOUT_MS: '6000',
+    LOG_LEVEL: process.env.MAT_LOG ?? 'silent',
   };
   const config = parseConfig(materializerConfigSchema, env);
   const topics = topicNames(config.TOPIC_PREFIX);

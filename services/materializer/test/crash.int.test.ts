@@ -1,0 +1,99 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
+import { generateSession, type TurnEvent } from '@tidemark/core';
+import { Projection } from '@tidemark/state';
+import { redisClient, uniqueName } from '@tidemark/test-infra';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { dumpProjection, expectedWatermarks, expectMatchesFold, harness } from './harness.js';
+
+// The materializer as a real process (src/main.ts under tsx, configured by its environment), killed with
+// SIGKILL while it applies, then started again: the projection must equal that of a run without the kill.
+
+const serviceDir = new URL('..', import.meta.url).pathname;
+
+function startProcess(env: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: serviceDir,
+    env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  onTestFinished(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  return child;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+const exited = (child: ChildProcess): Promise<void> =>
+  new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once('exit', () => resolve());
+  });
+
+describe('materializer process', () => {
+  it('after SIGKILL mid-stream and a restart, holds the state of a run without the kill', async () => {
+    const h = await harness();
+    const sessions = Array.from({ length: 16 }, (_, i) =>
+      generateSession(500 + i, { turns: 200, sessionId: `crash-${i}`, activity: 0.6 }),
+    );
+    const turns: TurnEvent[] = [];
+    for (let i = 0; i < 200; i++) for (const s of sessions) turns.push(s[i]!);
+    const expected = expectedWatermarks(turns);
+    const total = [...expected.values()].reduce((a, b) => a + b, 0);
+    const applied = async (): Promise<number> => {
+      let sum = 0;
+      for (const key of expected.keys()) {
+        const [tenantId, sessionId] = key.split('/') as [string, string];
+        sum += (await h.projection.watermark(tenantId, sessionId)).appliedSeq;
+      }
+      return sum;
+    };
+
+    // A projection already built (by an earlier run): the process starts in its steady state. (One that
+    // finds none rebuilds, and a process killed during a rebuild starts over: no redelivery to test.)
+    await h.projection.applyBatch([]);
+    await h.publish(turns);
+    // Killed at the first sign of progress: inside its first batch, applied (partly or wholly) in Redis
+    // and not yet committed in Kafka.
+    const port = await freePort();
+    const first = startProcess(h.env);
+    const deadline = Date.now() + 60_000;
+    while ((await applied()) === 0) {
+      if (Date.now() > deadline) throw new Error(`the process applied nothing within a minute`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    first.kill('SIGKILL');
+    await exited(first);
+    expect(first.signalCode).toBe('SIGKILL');
+    const atKill = await applied();
+    expect(atKill).toBeLessThan(total);
+
+    const second = startProcess({ ...h.env, HTTP_PORT: String(port) });
+    await h.waitForWatermarks(expected, 60_000);
+    // The killed process had applied turns it had not committed: the restart got them again, as no-ops.
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const redelivered = Number(
+      /tidemark_materializer_turns_total\{outcome="duplicate"\} (\d+)/.exec(metrics)?.[1] ?? 0,
+    );
+    expect(redelivered, `killed at ${atKill} of ${total} turns applied`).toBeGreaterThan(0);
+    second.kill('SIGTERM');
+    await exited(second);
+    await expectMatchesFold(h.projection, turns, 5, 8);
+
+    // The same L0 through an in-process materializer with a group and a Redis prefix of its own.
+    const clean = redisClient();
+    await h.startMaterializer({ MATERIALIZER_GROUP_ID: uniqueName('clean'), REDIS_PREFIX: clean.prefix });
+    await h.waitForWatermarksOf(new Projection(clean.redis, { prefix: clean.prefix }), expected, 60_000);
+    expect(await dumpProjection(h.redis, h.config.REDIS_PREFIX)).toEqual(
+      await dumpProjection(clean.redis, clean.prefix),
+    );
+    expect(h.deadLetters).toEqual([]);
+  });
+});
