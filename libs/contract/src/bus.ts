@@ -69,6 +69,11 @@ export interface ConsumeOptions<R extends TopicRole> {
   onDeadLetter?(record: RawRecord, reason: DeadLetterReason, message: string): void;
   /** Partitions processed at once (default 1). */
   partitionsConsumedConcurrently?: number;
+  /**
+   * Default true. A replay or rebuild that reads a topic again may set it false: bad records are still
+   * skipped (and told to onDeadLetter), without dead-lettering them a second time.
+   */
+  publishDeadLetters?: boolean;
   /** How long an idle fetch waits for data (default 500 ms); also bounds how long `stop()` takes. */
   maxWaitTimeInMs?: number;
   /**
@@ -448,7 +453,7 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
       await payload.heartbeat();
       await this.#options.onBatch(valid, context);
     }
-    if (dead.length > 0) {
+    if (dead.length > 0 && (this.#options.publishDeadLetters ?? true)) {
       // After the service is done with the batch and before the commit: a throwing onBatch redelivers
       // the batch without having dead-lettered its bad records twice.
       const producer = await this.#bus.busProducer();
@@ -458,13 +463,13 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
           await producer.encode('deadletter', deadLetterOf(d.record, d.reason, d.message, this.#bus.service)),
         );
       await producer.sendEncoded('deadletter', messages);
-      for (const d of dead) {
-        this.#bus.logger?.warn(
-          { topic: d.record.topic, partition: d.record.partition, offset: d.record.offset, reason: d.reason },
-          `dead-lettered: ${d.message}`,
-        );
-        this.#options.onDeadLetter?.(d.record, d.reason, d.message);
-      }
+    }
+    for (const d of dead) {
+      this.#bus.logger?.warn(
+        { topic: d.record.topic, partition: d.record.partition, offset: d.record.offset, reason: d.reason },
+        `dead-lettered: ${d.message}`,
+      );
+      this.#options.onDeadLetter?.(d.record, d.reason, d.message);
     }
     payload.resolveOffset(last.offset);
     await payload.commitOffsetsIfNecessary({

@@ -128,7 +128,10 @@ describe('the bus', () => {
         return Promise.resolve();
       },
     });
+    expect(consumer.ready()).toBe(false);
+    expect(await consumer.lag()).toBe(3);
     await consumer.run();
+    expect(consumer.ready()).toBe(true);
     await eventually(
       () => delivered.length,
       (n) => n === 3,

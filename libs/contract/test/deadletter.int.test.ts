@@ -142,3 +142,35 @@ describe('the consumer with bad input', () => {
     expect(dead.map((r) => r.offset)).toEqual([0]);
   });
 });
+
+describe('a replaying consumer', () => {
+  it('skips bad records without dead-lettering them again when asked', async () => {
+    const topics = await isolatedTopics(1);
+    const bus = await connectBus(topics);
+    const producer = kafkaClient().producer();
+    await producer.connect();
+    await producer.send({
+      topic: topics.turns,
+      acks: -1,
+      messages: [{ key: 'k', value: Buffer.from('nope!') }],
+    });
+    await producer.disconnect();
+    const told: DeadLetterReason[] = [];
+    const consumer = bus.consumer({
+      groupId: uniqueName('g'),
+      role: 'turns',
+      publishDeadLetters: false,
+      onBatch: () => Promise.resolve(),
+      onDeadLetter: (_record, reason) => told.push(reason),
+    });
+    await consumer.run();
+    await eventually(
+      () => consumer.lag(),
+      (lag) => lag === 0,
+    );
+    expect(told).toEqual(['wrong_magic_byte']);
+    const admin = await bus.admin();
+    const [deadletter] = await admin.fetchTopicOffsets(topics.deadletter);
+    expect(deadletter?.high).toBe('0');
+  });
+});
