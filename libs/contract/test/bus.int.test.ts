@@ -203,6 +203,30 @@ describe('the bus', () => {
     );
   });
 
+  it('stops after finishing and committing the batch in hand', async () => {
+    const topics = await isolatedTopics(1);
+    const bus = await connectBus(topics);
+    await (await bus.producer()).send('turns', turnsOf('acme', 'slow', 3));
+    let entered!: () => void;
+    const inBatch = new Promise<void>((resolve) => (entered = resolve));
+    let finished = 0;
+    const consumer = bus.consumer({
+      groupId: uniqueName('g'),
+      role: 'turns',
+      onBatch: async (records) => {
+        entered();
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        finished += records.length;
+      },
+    });
+    await consumer.run();
+    await inBatch;
+    await consumer.stop();
+    expect(finished).toBe(3);
+    expect(consumer.ready()).toBe(false);
+    expect(await consumer.lag()).toBe(0);
+  });
+
   it('refuses to send an invalid event, a marker to the wrong role or an oversize event, naming why', async () => {
     const topics = await isolatedTopics(1);
     const bus = await connectBus(topics, { maxEventBytes: 2048 });
