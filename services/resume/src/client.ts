@@ -104,6 +104,8 @@ export interface ResumeClientDeps {
   readonly logger?: Logger;
   /** Compare every context with the first served for the same node and raw span (default true). */
   readonly divergenceChecks?: boolean;
+  /** Bytes of built contexts kept for repeated resumes (default 32 MiB; 0 keeps none). */
+  readonly contextCacheBytes?: number;
 }
 
 export interface ResumeClient {
@@ -126,6 +128,11 @@ export function refusal(code: ResumeRefusal): ResumeOutcome {
 export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClient {
   const { plans, log, turns, metrics } = deps;
   const checkDivergence = deps.divergenceChecks ?? true;
+  // A context is a pure function of its session, node and raw span: the node is content-addressed and
+  // L0 turns never change once written. So a context built once is kept (bounded by bytes) and served
+  // again while the plan still names the same node and the watermark the same last turn; the plan and
+  // the watermark are read from Redis on every resume, so a moved plan or a new turn is never missed.
+  const cache = new ContextCache(deps.contextCacheBytes ?? 32 * 1024 * 1024);
 
   const attempt = async (tenantId: string, sessionId: string): Promise<ResumeOutcome> => {
     const ref = { tenantId, sessionId };
@@ -142,6 +149,14 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClient {
     if (nodeId !== null && node?.compactionId !== nodeId) return refusal('node_pending');
     const rawToSeq = watermark.appliedSeq;
     if (rawToSeq < plan.rawFromSeq - 1) return refusal('projection_behind');
+
+    const cacheKey = `${tenantId}/${sessionId}|${nodeId ?? ''}|${plan.rawFromSeq}|${rawToSeq}`;
+    const cached = cache.get(cacheKey);
+    if (cached !== undefined) {
+      metrics?.contextCache.inc({ result: 'hit' });
+      return { ok: true, result: resultOf(plan, nodeId, rawToSeq, cached), context: { ...cached, plan } };
+    }
+    metrics?.contextCache.inc({ result: 'miss' });
 
     let raw: TurnEvent[] = [];
     if (rawToSeq >= plan.rawFromSeq) {
@@ -160,23 +175,11 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClient {
       if (raw.length !== rawToSeq - plan.rawFromSeq + 1) return refusal('l0_incomplete');
     }
     const context = buildResumeContext({ plan, node: nodeId === null ? null : node, turns: raw });
-    const result: ResumeResult = {
-      tenantId,
-      sessionId,
-      mode: plan.mode,
-      markerId: plan.mode === 'digest' ? plan.marker.markerId : plan.checkpoint.markerId,
-      nodeId,
-      reason: plan.mode === 'raw' ? plan.reason : null,
-      frame: plan.frame,
-      rawFromSeq: plan.rawFromSeq,
-      rawToSeq,
-      messages: context.messages,
-      contextHash: context.contextHash,
-    };
+    cache.set(cacheKey, context);
     metrics?.rawTurns.observe({ mode: plan.mode }, raw.length);
     if (checkDivergence)
       divergence(ref, `${nodeId ?? 'start'}:${plan.rawFromSeq}:${rawToSeq}`, context.contextHash);
-    return { ok: true, result, context };
+    return { ok: true, result: resultOf(plan, nodeId, rawToSeq, context), context };
   };
 
   // Where the raw span starts in turns.l0: right after the plan's boundary (the marker carries its
@@ -229,6 +232,63 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClient {
       return outcome;
     },
   };
+}
+
+function resultOf(
+  plan: ResumePlan,
+  nodeId: string | null,
+  rawToSeq: number,
+  context: Pick<ResumeContext, 'messages' | 'contextHash'>,
+): ResumeResult {
+  return {
+    tenantId: plan.tenantId,
+    sessionId: plan.sessionId,
+    mode: plan.mode,
+    markerId: plan.mode === 'digest' ? plan.marker.markerId : plan.checkpoint.markerId,
+    nodeId,
+    reason: plan.mode === 'raw' ? plan.reason : null,
+    frame: plan.frame,
+    rawFromSeq: plan.rawFromSeq,
+    rawToSeq,
+    messages: context.messages,
+    contextHash: context.contextHash,
+  };
+}
+
+/** Least recently used contexts first out, bounded by the size of their canonical JSON. */
+class ContextCache {
+  readonly #entries = new Map<string, ResumeContext>();
+  readonly #limit: number;
+  #bytes = 0;
+
+  constructor(limitBytes: number) {
+    this.#limit = limitBytes;
+  }
+
+  get(key: string): ResumeContext | undefined {
+    const entry = this.#entries.get(key);
+    if (entry !== undefined) {
+      this.#entries.delete(key);
+      this.#entries.set(key, entry);
+    }
+    return entry;
+  }
+
+  set(key: string, context: ResumeContext): void {
+    // Messages and canonical hold the same text about twice.
+    const size = context.canonical.length * 2;
+    if (size > this.#limit) return;
+    const previous = this.#entries.get(key);
+    if (previous !== undefined) this.#bytes -= previous.canonical.length * 2;
+    this.#entries.delete(key);
+    this.#entries.set(key, context);
+    this.#bytes += size;
+    for (const [oldest, entry] of this.#entries) {
+      if (this.#bytes <= this.#limit) break;
+      this.#entries.delete(oldest);
+      this.#bytes -= entry.canonical.length * 2;
+    }
+  }
 }
 
 function nodeIdOf(plan: ResumePlan): string | null {

@@ -15,6 +15,12 @@ export const resumeConfigSchema = z.object({
   RESUME_DIVERGENCE_CHECKS: z.stringbool().default(true),
   /** Sessions the worker keeps in memory between batches. */
   RESUME_CACHE_SESSIONS: z.coerce.number().int().positive().default(10_000),
+  /** Bytes of built contexts kept in memory for repeated resumes of the same node and span (0: none). */
+  RESUME_CONTEXT_CACHE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(32 * 1024 * 1024),
   /** Bytes per turns.l0 fetch when reading a raw span. */
   RESUME_FETCH_BYTES: z.coerce
     .number()

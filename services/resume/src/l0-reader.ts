@@ -10,16 +10,17 @@ import type { Kafka } from 'kafkajs';
 // so that internal cannot move under us; this file is the only place that knows it.
 
 /** The part of kafkajs's internal Cluster and Broker the reader uses. */
+export interface L0Message {
+  readonly offset: string;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  readonly isControlRecord?: boolean;
+}
 interface FetchPartition {
   readonly partition: number;
   readonly errorCode: number;
   readonly highWatermark: string;
-  readonly messages: readonly {
-    readonly offset: string;
-    readonly key: Buffer | null;
-    readonly value: Buffer | null;
-    readonly isControlRecord?: boolean;
-  }[];
+  readonly messages: readonly L0Message[];
 }
 interface Broker {
   fetch(request: {
@@ -118,15 +119,15 @@ export class L0Reader {
     return cluster.findBroker({ nodeId });
   }
 
-  /** The session's turns fromSeq..toSeq, in seq order (the first record of each seq wins). */
-  async read(span: L0Span): Promise<TurnEvent[]> {
+  /**
+   * One Fetch of a partition at an offset, straight from its leader: the records at or after the
+   * offset (a fetch answers from the start of the record batch holding it), control records included.
+   * Empty at the end of the partition. The bare cost the benchmark compares a raw resume with.
+   */
+  async fetchAt(topic: string, partition: number, offset: number): Promise<L0Message[]> {
     const cluster = await this.#connect();
-    const turns: TurnEvent[] = [];
-    let next = span.fromSeq;
-    let offset = span.fromOffset;
-    let refresh = false;
-    while (offset <= span.toOffset && next <= span.toSeq) {
-      const broker = await this.#leader(cluster, span.topic, span.partition, refresh);
+    for (let refresh = false; ; refresh = true) {
+      const broker = await this.#leader(cluster, topic, partition, refresh);
       const response = await broker.fetch({
         replicaId: -1,
         isolationLevel: READ_COMMITTED,
@@ -134,34 +135,35 @@ export class L0Reader {
         minBytes: 1,
         maxBytes: this.#fetchBytes,
         topics: [
-          {
-            topic: span.topic,
-            partitions: [
-              { partition: span.partition, fetchOffset: String(offset), maxBytes: this.#fetchBytes },
-            ],
-          },
+          { topic, partitions: [{ partition, fetchOffset: String(offset), maxBytes: this.#fetchBytes }] },
         ],
       });
       const data = response.responses[0]?.partitions[0];
-      if (data === undefined) throw new Error(`no fetch response for ${span.topic}[${span.partition}]`);
-      if (NOT_LEADER.has(data.errorCode) && !refresh) {
-        refresh = true;
-        continue;
-      }
-      if (data.errorCode === OFFSET_OUT_OF_RANGE) break;
+      if (data === undefined) throw new Error(`no fetch response for ${topic}[${partition}]`);
+      // A moved leader: refresh the metadata once and ask the new one.
+      if (NOT_LEADER.has(data.errorCode) && !refresh) continue;
+      if (data.errorCode === OFFSET_OUT_OF_RANGE) return [];
       if (data.errorCode !== 0)
-        throw new Error(`fetch ${span.topic}[${span.partition}] failed: error ${data.errorCode}`);
-      refresh = false;
-      let progressed = false;
-      for (const message of data.messages) {
+        throw new Error(`fetch ${topic}[${partition}] failed: error ${data.errorCode}`);
+      return data.messages.filter((message) => Number(message.offset) >= offset);
+    }
+  }
+
+  /** The session's turns fromSeq..toSeq, in seq order (the first record of each seq wins). */
+  async read(span: L0Span): Promise<TurnEvent[]> {
+    const turns: TurnEvent[] = [];
+    let next = span.fromSeq;
+    let offset = span.fromOffset;
+    while (offset <= span.toOffset && next <= span.toSeq) {
+      const messages = await this.fetchAt(span.topic, span.partition, offset);
+      // Nothing at or past the offset: the end of the partition, the span's end is not readable (yet).
+      if (messages.length === 0) break;
+      for (const message of messages) {
         const at = Number(message.offset);
-        // A fetch may start at the record batch containing the offset; control records carry no turn.
-        if (at < offset) continue;
-        progressed = true;
         offset = at + 1;
         if (at > span.toOffset) break;
-        if (message.isControlRecord === true) continue;
-        if (message.key?.toString('utf8') !== span.key) continue;
+        // Control records (transaction markers) and other sessions' records carry none of our turns.
+        if (message.isControlRecord === true || message.key?.toString('utf8') !== span.key) continue;
         const turn = await this.#decode({
           topic: span.topic,
           partition: span.partition,
@@ -173,9 +175,8 @@ export class L0Reader {
         if (turn === null || turn.seq !== next) continue;
         turns.push(turn);
         next += 1;
+        if (next > span.toSeq) break;
       }
-      // Nothing at or past the offset below the high watermark: the span's end is not readable (yet).
-      if (!progressed) break;
     }
     return turns;
   }

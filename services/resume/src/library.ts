@@ -29,6 +29,8 @@ export type ResumeClientOptions = {
   readonly divergenceChecks?: boolean;
   /** Bytes per turns.l0 fetch (default 4 MiB). */
   readonly fetchBytes?: number;
+  /** Bytes of built contexts kept for repeated resumes (default 32 MiB; 0 keeps none). */
+  readonly contextCacheBytes?: number;
 } & (
   | { readonly bus: Bus }
   | {
@@ -79,6 +81,7 @@ export function createResumeClient(options: ResumeClientOptions): ResumeLibraryC
     ...(options.metrics === undefined ? {} : { metrics: resumeMetrics(options.metrics) }),
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.divergenceChecks === undefined ? {} : { divergenceChecks: options.divergenceChecks }),
+    ...(options.contextCacheBytes === undefined ? {} : { contextCacheBytes: options.contextCacheBytes }),
   });
   return {
     resume: (tenantId, sessionId) => client.resume(tenantId, sessionId),

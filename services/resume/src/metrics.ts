@@ -9,6 +9,7 @@ export interface ResumeMetrics {
   readonly decisions: Counter<'type'>;
   readonly nodes: Counter;
   readonly conflicts: Counter<'reason'>;
+  readonly contextCache: Counter<'result'>;
 }
 
 const cache = new WeakMap<Registry, ResumeMetrics>();
@@ -59,6 +60,12 @@ export function resumeMetrics(registry: Registry): ResumeMetrics {
       name: 'tidemark_resume_plan_conflicts_total',
       help: 'Plan writes refused by the store (conflict: another worker moved the session; epoch: Redis lost).',
       labelNames: ['reason'],
+      registers,
+    }),
+    contextCache: new Counter({
+      name: 'tidemark_resume_context_cache_total',
+      help: 'Resumes served from a context built before (hit) or built now (miss).',
+      labelNames: ['result'],
       registers,
     }),
   };

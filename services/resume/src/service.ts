@@ -142,6 +142,7 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
         logger,
         divergenceChecks: config.RESUME_DIVERGENCE_CHECKS,
         fetchBytes: config.RESUME_FETCH_BYTES,
+        contextCacheBytes: config.RESUME_CONTEXT_CACHE_BYTES,
       });
       await rebuildIfLost();
       if (worker === null) await startWorker();

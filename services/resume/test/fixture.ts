@@ -41,6 +41,7 @@ export interface World {
   /** A resume service instance (worker + HTTP) on its own host, stopped when the test ends. */
   startService(options?: {
     worker?: boolean;
+    config?: Partial<ResumeConfig>;
   }): Promise<{ service: ResumeService; host: ServiceHost; url: string }>;
 }
 
@@ -130,7 +131,10 @@ export async function createWorld(): Promise<World> {
         register: new Registry(),
         processMetrics: false,
       });
-      const service = createResume({ ...config, RESUME_WORKER: options.worker ?? true }, { host });
+      const service = createResume(
+        { ...config, RESUME_WORKER: options.worker ?? true, ...options.config },
+        { host },
+      );
       host.onShutdown(() => service.stop());
       await service.start();
       const { url } = await host.listen();

@@ -16,7 +16,9 @@ describe('the resume service against the real stack', () => {
     await world.publishCompactions(run.compactions);
     await world.publishDecisions(run.decisions);
 
-    const one = await world.startService();
+    // No context cache: every resume below reads the plan, the node and turns.l0 and builds again.
+    const uncached = { RESUME_CONTEXT_CACHE_BYTES: 0 };
+    const one = await world.startService({ config: uncached });
     const body = await waitForResume(
       one.url,
       tenantId,
@@ -34,7 +36,7 @@ describe('the resume service against the real stack', () => {
     );
 
     // 100 resumes, from the library and over HTTP, and from a second instance (API only).
-    const two = await world.startService({ worker: false });
+    const two = await world.startService({ worker: false, config: uncached });
     const hashes = new Set<string>();
     for (let i = 0; i < 50; i += 1) {
       const outcome = await one.service.client.resume(tenantId, 'digest-1');
@@ -45,11 +47,16 @@ describe('the resume service against the real stack', () => {
     // After a restart: a new instance, same group, reading the plans the first one stored.
     await one.host.close();
     const three = await world.startService();
-    const again = await getResume(three.url, tenantId, 'digest-1');
-    hashes.add(again.body.contextHash as string);
+    for (let i = 0; i < 3; i += 1) {
+      // With the context cache (the default): built once, then served from memory, the same bytes.
+      const again = await getResume(three.url, tenantId, 'digest-1');
+      hashes.add(again.body.contextHash as string);
+    }
     expect([...hashes]).toEqual([expected.contextHash]);
     const metrics = await three.host.metrics.metrics();
-    expect(metrics).toMatch(/tidemark_resume_requests_total\{mode="digest",outcome="ok"\} 1/);
+    expect(metrics).toMatch(/tidemark_resume_requests_total\{mode="digest",outcome="ok"\} 3/);
+    expect(metrics).toMatch(/tidemark_resume_context_cache_total\{result="hit"\} 2/);
+    expect(metrics).not.toMatch(/tidemark_resume_divergence_checks_total\{result="mismatch"\}/);
   });
 
   it('resumes a session whose newest marker is invalid in raw mode from the right checkpoint, with no part of the distrusted node', async () => {
