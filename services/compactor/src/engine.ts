@@ -108,11 +108,13 @@ export class CompactionEngine {
     await Promise.all(
       groups.map(async ([key, list], index) => {
         const start = loaded.windows[index]!;
-        const batchTurns = new Map(list.map((r) => [r.value.seq, r.value]));
+        // Filled as turns are admitted: a summary's text is the admitted turn's, never a redelivery's.
+        const batchTurns = new Map<number, TurnEvent>();
         const result = await ingest(
           start,
           list.map((r) => ({ turn: r.value, partition: r.raw.partition, offset: r.raw.offset })),
           this.#context(batchTurns),
+          (turn) => batchTurns.set(turn.seq, turn),
         );
         for (const admission of Object.keys(admissions) as Admission[]) {
           admissions[admission] += result.admissions[admission];
@@ -133,7 +135,7 @@ export class CompactionEngine {
         const kept = new Set(result.window.turns.map((t) => t.seq));
         updates.push({
           window: result.window,
-          added: list.map((r) => r.value).filter((t, i, all) => kept.has(t.seq) && firstOfSeq(all, i)),
+          added: result.accepted.filter((t) => kept.has(t.seq)),
           dropped: start.turns.filter((t) => !kept.has(t.seq)).map((t) => t.seq),
         });
         if (result.window.turns.length > 0) this.#open.add(key);
@@ -242,11 +244,6 @@ export class CompactionEngine {
       pause = Math.min(pause * 2, 50);
     }
   }
-}
-
-/** A redelivered turn appears twice in a batch: store it once. */
-function firstOfSeq(all: readonly TurnEvent[], index: number): boolean {
-  return all.findIndex((t) => t.seq === all[index]!.seq) === index;
 }
 
 /** The store namespace of a generation and policy: a new policy or generation starts empty windows. */

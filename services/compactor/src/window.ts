@@ -190,6 +190,8 @@ export async function advance(start: SessionWindow, context: CompactionContext):
 export interface Ingested {
   readonly window: SessionWindow;
   readonly produced: readonly Compacted[];
+  /** The turns admitted, in seq order (whatever else the batch held: redeliveries, conflicts, gaps). */
+  readonly accepted: readonly TurnEvent[];
   readonly admissions: Readonly<Record<Admission, number>>;
   /** Why compaction stopped early, or null; the turns after the stop were not admitted. */
   readonly stopped: 'timeout' | 'broken' | 'rebuilding' | null;
@@ -203,20 +205,24 @@ export async function ingest(
   start: SessionWindow,
   entries: readonly { readonly turn: TurnEvent; readonly partition: number; readonly offset: number }[],
   context: CompactionContext,
+  onAccepted?: (turn: TurnEvent) => void,
 ): Promise<Ingested> {
   let window = start;
   const produced: Compacted[] = [];
+  const accepted: TurnEvent[] = [];
   const admissions: Record<Admission, number> = { accepted: 0, duplicate: 0, gap: 0, invalid: 0 };
   for (const { turn, partition, offset } of entries) {
     const admitted = admit(window, turn, { partition, offset });
     admissions[admitted.admission] += 1;
     if (admitted.admission !== 'accepted') continue;
+    accepted.push(turn);
+    onAccepted?.(turn);
     const result = await advance(admitted.window, context);
     window = result.window;
     produced.push(...result.produced);
-    if (!result.ok) return { window, produced, admissions, stopped: result.reason };
+    if (!result.ok) return { window, produced, accepted, admissions, stopped: result.reason };
   }
-  return { window, produced, admissions, stopped: null };
+  return { window, produced, accepted, admissions, stopped: null };
 }
 
 /** Whether the validator's MarkerInvalid asks for a repair: the reference's rule, the same everywhere. */

@@ -1,0 +1,158 @@
+// The compactor's memory with many sessions open at once: 10,000 concurrent sessions of 30 turns each
+// (none reaches the 40-turn L1 of the default policy, so every window stays open), against a baseline
+// measured in the same process, with the compactor started, before any turn is read.
+//
+//   node --expose-gc --import tsx services/compactor/bench/memory.ts [sessions] [turns]
+//
+// Needs the local stack (pnpm infra:up). Uses topics and Redis keys of its own, removed at the end.
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { Bus, provisionTopics, topicNames } from '@tidemark/contract';
+import { generateSession, type TurnEvent } from '@tidemark/core';
+import { createLogger, Registry } from '@tidemark/service';
+import { Redis } from 'ioredis';
+import { createCompactor } from '../src/compactor.js';
+import { compactorConfigSchema } from '../src/config.js';
+
+const producing = process.argv[2] === 'produce';
+const args = producing ? process.argv.slice(3) : process.argv.slice(2);
+const sessions = Number(args[0] ?? 10_000);
+const turnsPerSession = Number(args[1] ?? 30);
+const command = `node --expose-gc --import tsx services/compactor/bench/memory.ts ${sessions} ${turnsPerSession}`;
+// The load is produced by a child process (this file in produce mode), so that the measuring process
+// never holds the turns itself: its RSS is the compactor's.
+const run = producing ? args[2]! : randomUUID().slice(0, 8);
+const config = compactorConfigSchema.parse({
+  ...process.env,
+  TOPIC_PREFIX: `bench-${run}.`,
+  REDIS_PREFIX: `bench-${run}:`,
+  GROUP_ID: `bench-compactor-${run}`,
+  LOG_LEVEL: 'warn',
+});
+const topics = topicNames(config.TOPIC_PREFIX);
+const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
+
+function settledRss(): number {
+  (globalThis as { gc?: () => void }).gc?.();
+  return process.memoryUsage().rss;
+}
+
+async function redisUsed(redis: Redis): Promise<number> {
+  const info = await redis.info('memory');
+  return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0);
+}
+
+if (producing) await produce();
+else await measure();
+
+/** Every session open at once: turn 1 of all sessions, then turn 2 of all, and so on. */
+async function produce(): Promise<void> {
+  const bus = await Bus.connect({
+    brokers: config.KAFKA_BROKERS,
+    registryUrl: config.SCHEMA_REGISTRY_URL,
+    clientId: `bench-producer-${run}`,
+    topics,
+    service: 'bench',
+  });
+  const producer = await bus.producer();
+  const all = Array.from({ length: sessions }, (_, i) =>
+    generateSession(1_000 + i, { turns: turnsPerSession, sessionId: `bench-${i}` }),
+  );
+  let heldBytes = 0;
+  for (let seq = 0; seq < turnsPerSession; seq++) {
+    const round: TurnEvent[] = all.map((turns) => turns[seq]!);
+    for (const turn of round) heldBytes += JSON.stringify(turn).length;
+    for (let i = 0; i < round.length; i += 2_000) await producer.send('turns', round.slice(i, i + 2_000));
+  }
+  await bus.disconnect();
+  process.stdout.write(`${heldBytes}\n`);
+}
+
+async function measure(): Promise<void> {
+  const bus = await Bus.connect({
+    brokers: config.KAFKA_BROKERS,
+    registryUrl: config.SCHEMA_REGISTRY_URL,
+    clientId: `bench-${run}`,
+    topics,
+    service: 'bench',
+  });
+  const admin = await bus.admin();
+  const redis = new Redis(config.REDIS_URL);
+  try {
+    await provisionTopics(admin, topics, { partitions: 4 });
+    const total = sessions * turnsPerSession;
+    const redisBefore = await redisUsed(redis);
+    const registry = new Registry();
+    const compactor = createCompactor(config, { logger: createLogger('bench', 'warn'), metrics: registry });
+    await compactor.start();
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const baseline = settledRss();
+
+    let peak = baseline;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 100);
+    const began = performance.now();
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        fileURLToPath(import.meta.url),
+        'produce',
+        String(sessions),
+        String(turnsPerSession),
+        run,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    const produced = new Promise<number>((resolve) => child.once('exit', () => resolve(Number(out.trim()))));
+    const read = async () =>
+      ((await registry.getSingleMetric('tidemark_compactor_turns_total')?.get())?.values ?? []).reduce(
+        (sum, v) => sum + v.value,
+        0,
+      );
+    while ((await read()) < total) await new Promise((resolve) => setTimeout(resolve, 200));
+    const seconds = (performance.now() - began) / 1000;
+    const heldBytes = await produced;
+    clearInterval(sampler);
+    const loaded = settledRss();
+    const windows =
+      (await registry.getSingleMetric('tidemark_compactor_windows')?.get())?.values[0]?.value ?? 0;
+    const redisAfter = await redisUsed(redis);
+    await compactor.stop();
+
+    console.log(
+      `compactor memory: ${sessions} concurrent sessions x ${turnsPerSession} turns (${total} turns)`,
+    );
+    console.log(
+      `  produced and consumed in ${seconds.toFixed(1)} s (${Math.round(total / seconds)} turns/s)`,
+    );
+    console.log(`  open windows (gauge): ${windows}`);
+    console.log(`  RSS baseline (compactor started, no turn read): ${mib(baseline)} MiB`);
+    console.log(
+      `  RSS after every turn read (after GC):          ${mib(loaded)} MiB  (x${(loaded / baseline).toFixed(2)})`,
+    );
+    console.log(
+      `  RSS peak while reading:                        ${mib(peak)} MiB  (x${(peak / baseline).toFixed(2)})`,
+    );
+    console.log(`  RSS growth per open session: ${Math.round((loaded - baseline) / sessions)} bytes`);
+    console.log(
+      `  the open windows' turns as JSON (what in-process windows would hold): ${mib(heldBytes)} MiB`,
+    );
+    console.log(`  Redis used_memory growth (the windows live there): ${mib(redisAfter - redisBefore)} MiB`);
+    console.log(`  command: ${command}`);
+  } finally {
+    // Remove what the run made: its Redis keys and its topics.
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${config.REDIS_PREFIX}*`, 'COUNT', 5_000);
+      cursor = next;
+      if (keys.length > 0) await redis.unlink(...keys);
+    } while (cursor !== '0');
+    await admin.deleteTopics({ topics: Object.values(topics) }).catch(() => undefined);
+    await bus.disconnect();
+    redis.disconnect();
+  }
+}
