@@ -389,9 +389,16 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
       // its retries, say) this supervisor restarts it with a backoff, so the service recovers on its own.
       if (!restart && !this.#stopping) this.#scheduleRestart();
     });
-    await consumer.connect();
-    await consumer.subscribe({ topic: this.#topic, fromBeginning: this.#options.fromBeginning ?? true });
-    await consumer.run(this.#runConfig());
+    try {
+      await consumer.connect();
+      await consumer.subscribe({ topic: this.#topic, fromBeginning: this.#options.fromBeginning ?? true });
+      await consumer.run(this.#runConfig());
+    } catch (error) {
+      // Not started (the broker unreachable, say): the caller may call run() again.
+      this.#consumer = null;
+      await consumer.disconnect().catch(() => undefined);
+      throw error;
+    }
   }
 
   #runConfig(): ConsumerRunConfig {
