@@ -76,28 +76,36 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
   // start, or Redis lost its data), the worker's groups are deleted so that they consume both topics
   // from the beginning again, the store is cleared, and a new epoch is published.
   const rebuildIfLost = async (): Promise<void> => {
-    if (plans === null || bus === null || (await plans.epoch()) !== null) return;
-    logger.warn('resume store absent: rebuilding plans from the markers and compactions topics');
-    const wasRunning = worker !== null;
-    if (worker !== null) await worker.stop();
-    if (config.RESUME_WORKER) {
-      const admin = bus.kafka.admin();
-      await admin.connect();
-      try {
-        await admin
-          .deleteGroups([config.RESUME_GROUP_ID, `${config.RESUME_GROUP_ID}-nodes`])
-          .catch((error: unknown) => {
-            // A group that never existed is fine; a live one (another instance) keeps its offsets.
-            logger.info({ err: error }, 'resume groups not deleted');
-          });
-      } finally {
-        await admin.disconnect();
+    // Only workers rebuild: an API-only instance answers `rebuilding` until one has.
+    if (plans === null || bus === null || !config.RESUME_WORKER) return;
+    if ((await plans.epoch()) !== null) {
+      // Another instance rebuilt the store already: this worker only has to start over on it.
+      if (worker?.lost === true) {
+        await worker.stop();
+        worker = null;
+        await startWorker();
       }
+      return;
+    }
+    logger.warn('resume store absent: rebuilding plans from the markers and compactions topics');
+    if (worker !== null) await worker.stop();
+    worker = null;
+    const admin = bus.kafka.admin();
+    await admin.connect();
+    try {
+      await admin
+        .deleteGroups([config.RESUME_GROUP_ID, `${config.RESUME_GROUP_ID}-nodes`])
+        .catch((error: unknown) => {
+          // A group that never existed is fine; a live one (another instance) keeps its offsets.
+          logger.info({ err: error }, 'resume groups not deleted');
+        });
+    } finally {
+      await admin.disconnect();
     }
     await plans.clear();
     const epoch = await plans.establishEpoch(randomUUID());
     logger.info({ epoch }, 'resume store epoch established');
-    if (wasRunning || worker === null) await startWorker();
+    await startWorker();
   };
 
   const startWorker = async (): Promise<void> => {
@@ -146,15 +154,19 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
       });
       await rebuildIfLost();
       if (worker === null) await startWorker();
-      // A lost store is noticed by the worker (a refused write) and rebuilt here, off the batch's path.
+      // A lost store (Redis flushed or restarted empty) is noticed here, by its epoch (one GET a second),
+      // or by the worker (a refused write), and rebuilt off the batch's path. API-only instances leave
+      // the rebuild to the workers and answer `rebuilding` meanwhile.
       watcher = setInterval(() => {
-        if (worker?.lost !== true || rebuilding !== null) return;
-        rebuilding = rebuildIfLost()
+        if (rebuilding !== null || stopped || !config.RESUME_WORKER) return;
+        rebuilding = (async () => {
+          if (worker?.lost === true || (await plans?.epoch()) === null) await rebuildIfLost();
+        })()
           .catch((error: unknown) => logger.error({ err: error }, 'resume store rebuild failed'))
           .finally(() => {
             rebuilding = null;
           });
-      }, 1_000);
+      }, config.RESUME_EPOCH_CHECK_MS);
       watcher.unref();
     },
     ready() {

@@ -153,6 +153,36 @@ describe('the resume service against the real stack', () => {
     expect(after.markerId).not.toBe(l1Marker);
   });
 
+  it('rebuilds the plans from the topics when Redis loses them, and serves the same context again', async () => {
+    const world = await createWorld();
+    const policy = definePolicy({ l1EveryTurns: 10, digestFanIn: 4 });
+    const sessionId = 'lost-1';
+    const turns = generateSession(33, { tenantId, sessionId, turns: 27 });
+    const { run, positions } = await sessionInWorld(world, turns, policy);
+    await world.publishCompactions(run.compactions);
+    await world.publishDecisions(run.decisions);
+    const expected = expectedContext(run, turns, positions.get(1)!.partition);
+    const { url } = await world.startService({
+      config: { RESUME_CONTEXT_CACHE_BYTES: 0, RESUME_EPOCH_CHECK_MS: 100 },
+    });
+    await waitForResume(url, tenantId, sessionId, (b) => b.contextHash === expected.contextHash);
+
+    // Redis loses the resume store (plans, nodes and its epoch); the projection survives here.
+    const keys = await world.redis.keys(`${world.prefix}resume*`);
+    expect(keys.length).toBeGreaterThan(2);
+    await world.redis.del(...keys);
+    const during = await getResume(url, tenantId, sessionId);
+    expect([409, 503]).toContain(during.status);
+    const after = await waitForResume(
+      url,
+      tenantId,
+      sessionId,
+      (b) => b.contextHash === expected.contextHash,
+    );
+    expect(after.mode).toBe('digest');
+    expect(await world.redis.exists(`${world.prefix}resume:epoch`)).toBe(1);
+  });
+
   it('answers 401, 403, 404 and 409 with a code and never another tenant’s session id; a valid token reads', async () => {
     const world = await createWorld();
     const policy = definePolicy({ l1EveryTurns: 10 });
