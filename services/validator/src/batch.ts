@@ -42,7 +42,7 @@ export interface ProjectionReader {
 }
 
 export interface BatchDeps {
-  readonly frames: FrameStore;
+  readonly frames: Pick<FrameStore, 'load' | 'record' | 'confirm'>;
   readonly projection: ProjectionReader;
   /** Publishes decisions in order, durably (resolves once acknowledged). */
   readonly publish: (decisions: readonly MarkerDecision[]) => Promise<void>;

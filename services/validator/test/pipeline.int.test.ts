@@ -159,6 +159,46 @@ describe('the validator over generated sessions', () => {
       status: 'published',
     });
   });
+
+  it('re-publishes the same bytes after a crash between publish and confirm (a duplicate consumers dedupe), and nothing else', async () => {
+    const h = await harness();
+    const played = play([701], 'narrative', 200);
+    await applyAll(h, played);
+    const { turns, run } = played[0]!;
+    const frames = new FrameStore(h.redis, { prefix: h.prefix });
+    await frames.restore('before-crash', []);
+    const first = run.compactions.slice(0, 2);
+
+    // The decisions reach the broker; the validator dies before it marks them published.
+    const crashed = decideBatch(
+      {
+        frames: {
+          load: (sessions) => frames.load(sessions),
+          record: (epoch, writes) => frames.record(epoch, writes),
+          confirm: () => Promise.reject(new Error('SIGKILL')),
+        },
+        projection: h.projection,
+        publish: (decisions) => h.producer.send('markers', decisions),
+        rebuild: () => Promise.resolve(),
+        metrics: validatorMetrics(new Registry()),
+        logger: createLogger('validator', 'silent'),
+        watermarkTimeoutMs: 1000,
+      },
+      first.map((node) => ({ node, appendedAt: null })),
+    );
+    await expect(crashed).rejects.toThrow('SIGKILL');
+    const before = await h.waitForMarkers(prefixDecisions(run, 2).length);
+
+    await h.startValidator();
+    await h.publish(run.compactions);
+    await h.waitForMarkers(before.length + run.decisions.length);
+    await h.settled();
+    const seen = h.markersOf(turns[0]!.sessionId);
+    // The first two compactions' decisions twice, byte for byte; then the rest, once.
+    expect(lines(seen)).toEqual([...lines(before), ...lines(run.decisions)]);
+    const deduped = [...new Set(lines(seen))];
+    expect(deduped).toEqual(lines(run.decisions));
+  });
 });
 
 function split(compactions: readonly Compaction[]): [Compaction[], Compaction[]] {

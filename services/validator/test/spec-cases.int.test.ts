@@ -6,6 +6,7 @@ import {
   type MarkerDecision,
   type MarkerInvalid,
 } from '@tidemark/core';
+import { Registry } from '@tidemark/service';
 import { describe, expect, it } from 'vitest';
 import { decideCompaction, emptyFrameState, type FrameState } from '../src/index.js';
 import { filler, harness, l1Node, lines, migrationSession, openCallSession, turnOf } from './harness.js';
@@ -124,7 +125,8 @@ describe('the validator on the observed cases', () => {
     const turns = [...openCallSession('acme', 'behind'), ...filler(turnOf('acme', 'behind'), 41, 80)];
     const node = l1Node(turns, 1, 40, definePolicy());
     await h.apply(turns.slice(0, 30));
-    await h.startValidator();
+    const metrics = new Registry();
+    await h.startValidator({ metrics });
     await h.publish([node]);
     const [decision] = await h.waitForMarkers(1);
     expect(decision).toMatchObject({
@@ -147,5 +149,16 @@ describe('the validator on the observed cases', () => {
       [node.marker.markerId, 'marker_invalid'],
       [next.marker.markerId, 'marker_emitted'],
     ]);
+    const text = await metrics.metrics();
+    for (const line of [
+      'tidemark_validator_watermark_waits_total{result="timeout"} 1',
+      'tidemark_validator_watermark_waits_total{result="ok"} 1',
+      'tidemark_validator_violations_total{condition="unverifiable"} 1',
+      'tidemark_validator_decisions_total{outcome="invalid",cause="check"} 1',
+      'tidemark_validator_decisions_total{outcome="emitted",cause="check"} 1',
+      'tidemark_validator_redeliveries_total{kind="published"} 1',
+    ]) {
+      expect(text).toContain(line);
+    }
   });
 });
