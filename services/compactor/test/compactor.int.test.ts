@@ -100,4 +100,25 @@ describe('the compactor', () => {
       expected.compactionId,
     ]);
   });
+
+  it('rebuilds its windows from turns.l0 when Redis loses them, republishing the same bytes', async () => {
+    const s = await stage();
+    const turns = generateSession(33, { turns: 120, sessionId: 'flushed' });
+    const policy = definePolicy({ l1EveryTurns: 20, digestFanIn: 2 });
+    const reference = runReference(turns, { policy, compactorVersion: version });
+    const collected = await collectCompactions(s.bus);
+    await runCompactor(s.config({ L1_EVERY_TURNS: '20', DIGEST_FAN_IN: '2' }));
+    await s.publish(turns.slice(0, 70));
+    const early = reference.compactions.filter((c) => c.span.toSeq <= 70);
+    await collected.waitFor(hasIds(early.map((c) => c.compactionId)));
+    // The compactor's keys vanish (a flush of its state; the projection is the materializer's to rebuild).
+    const keys = await s.redis.keys(`${s.redisPrefix}cmp:*`);
+    expect(keys.length).toBeGreaterThan(0);
+    await s.redis.del(...keys);
+    await s.publish(turns.slice(70));
+    await collected.waitFor(hasIds(reference.compactions.map((c) => c.compactionId)));
+    const published = distinct(collected.all);
+    expect([...published.keys()].sort()).toEqual(reference.compactions.map((c) => c.compactionId).sort());
+    expect(collected.all.length).toBeGreaterThan(published.size);
+  });
 });
