@@ -447,6 +447,7 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
         offset: Number(message.offset),
         key: message.key ?? null,
         value: message.value ?? null,
+        timestamp: Number(message.timestamp),
       };
       // Throws only when the registry cannot be reached: the batch is then retried, not dead-lettered.
       const outcome = await decodeRecord(role, raw, lookup, boundFor(role, this.#bus.maxEventBytes));

@@ -15,6 +15,8 @@ export interface RawRecord {
   offset: number;
   key: Buffer | null;
   value: Buffer | null;
+  /** The record's Kafka timestamp (epoch ms), when read off a topic (latency metrics). */
+  timestamp?: number;
 }
 
 /** A record that decoded and validated. */

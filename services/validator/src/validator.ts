@@ -1,4 +1,11 @@
-import { Bus, provisionTopics, topicNames, type EventConsumer, type EventProducer } from '@tidemark/contract';
+import {
+  Bus,
+  provisionTopics,
+  topicNames,
+  type EventConsumer,
+  type EventProducer,
+  type RawRecord,
+} from '@tidemark/contract';
 import { FrameStore, Projection } from '@tidemark/state';
 import { createLogger, Registry, type Logger, type ServiceComponent } from '@tidemark/service';
 import { Redis } from 'ioredis';
@@ -140,9 +147,8 @@ export function createValidator(config: ValidatorConfig, deps: ValidatorDeps = {
   };
 }
 
-/** The Kafka append time of a record, when the bus hands it over (kafkajs: a string of epoch ms). */
-function appendTimeOf(raw: object): number | null {
-  if (!('timestamp' in raw)) return null;
-  const value = Number(raw.timestamp);
-  return Number.isFinite(value) && value > 0 ? value : null;
+/** The Kafka timestamp of a compaction record (its append, for a CreateTime topic), if known. */
+function appendTimeOf(raw: RawRecord): number | null {
+  const value = raw.timestamp;
+  return value !== undefined && Number.isFinite(value) && value > 0 ? value : null;
 }

@@ -157,6 +157,8 @@ describe('the validator on the observed cases', () => {
       'tidemark_validator_decisions_total{outcome="invalid",cause="check"} 1',
       'tidemark_validator_decisions_total{outcome="emitted",cause="check"} 1',
       'tidemark_validator_redeliveries_total{kind="published"} 1',
+      // Both decisions timed from their compaction's record timestamp; the redelivery is not.
+      'tidemark_validator_decision_latency_seconds_count 2',
     ]) {
       expect(text).toContain(line);
     }
