@@ -10,6 +10,7 @@ import {
 import { PlanStore } from '@tidemark/state';
 import { Redis } from 'ioredis';
 import { parseTokenList, readTokenFile, TokenVerifier, type TokenEntry } from './auth.js';
+import { ResumeUnavailableError } from './client.js';
 import { createResumeClient, type ResumeLibraryClient } from './library.js';
 import type { ResumeConfig } from './config.js';
 import { registerResumeRoutes } from './http.js';
@@ -65,7 +66,10 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
       logger,
       client: {
         resume: (tenantId, sessionId) => {
-          if (client === null) throw new Error('resume service not started');
+          if (client === null) {
+            const cause = new Error('resume service not started');
+            return Promise.reject(new ResumeUnavailableError(cause.message, { cause }));
+          }
           return client.resume(tenantId, sessionId);
         },
       },
