@@ -235,6 +235,18 @@ export class FrameStore {
     return (await this.#redis.set(this.#lockKey, owner, 'PX', ttlMs, 'NX')) === 'OK';
   }
 
+  /** Extends the owner's rebuild lock (a long rebuild keeps it); false if it is no longer the owner's. */
+  async renewRebuild(owner: string, ttlMs: number): Promise<boolean> {
+    const renewed = await this.#redis.eval(
+      "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0",
+      1,
+      this.#lockKey,
+      owner,
+      ttlMs,
+    );
+    return renewed === 1;
+  }
+
   async unlockRebuild(owner: string): Promise<void> {
     // Only the owner's lock: compare and delete in one step.
     await this.#redis.eval(

@@ -142,12 +142,14 @@ describe('FrameStore', () => {
     expect(replaced.ok && replaced.sessions.get(sessionKeyOf(session))?.decided).toEqual(new Map());
   });
 
-  it('takes the rebuild lock once', async () => {
+  it('takes the rebuild lock once, and only its owner renews or releases it', async () => {
     const { frames } = store();
     expect(await frames.lockRebuild('a', 10_000)).toBe(true);
     expect(await frames.lockRebuild('b', 10_000)).toBe(false);
     await frames.unlockRebuild('b');
     expect(await frames.lockRebuild('b', 10_000)).toBe(false);
+    expect(await frames.renewRebuild('b', 10_000)).toBe(false);
+    expect(await frames.renewRebuild('a', 20_000)).toBe(true);
     await frames.unlockRebuild('a');
     expect(await frames.lockRebuild('b', 10_000)).toBe(true);
   });

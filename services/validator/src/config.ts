@@ -11,6 +11,8 @@ export const validatorConfigSchema = z.object({
   CHECK_ARTIFACTS: z.stringbool().default(true),
   /** How long one validator may hold the frame-store rebuild before another may take over. */
   REBUILD_LOCK_MS: z.coerce.number().int().positive().default(120_000),
+  /** Compaction partitions decided at once (sessions of different partitions are independent). */
+  PARTITIONS_CONCURRENTLY: z.coerce.number().int().positive().default(4),
   /** Partitions of the topics when the validator provisions them (tests, local runs). */
   TOPIC_PARTITIONS: z.coerce.number().int().positive().default(4),
 });

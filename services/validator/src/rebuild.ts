@@ -61,6 +61,15 @@ async function rebuildOnce(deps: RebuildDeps): Promise<void> {
     // Another validator rebuilds; wait for its epoch (or its lock to lapse).
     await sleep(200);
   }
+  // Keep the lock while the rebuild runs, however long the markers topic is.
+  const renew = setInterval(
+    () => {
+      frames.renewRebuild(owner, deps.lockMs).catch((error: unknown) => {
+        logger.warn({ err: error }, 'could not renew the rebuild lock');
+      });
+    },
+    Math.max(50, Math.floor(deps.lockMs / 3)),
+  );
   try {
     if ((await frames.epoch()) !== null) return;
     const started = performance.now();
@@ -75,6 +84,7 @@ async function rebuildOnce(deps: RebuildDeps): Promise<void> {
       'frame store rebuilt',
     );
   } finally {
+    clearInterval(renew);
     await frames.unlockRebuild(owner);
   }
 }

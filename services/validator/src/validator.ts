@@ -40,8 +40,8 @@ export function createValidator(config: ValidatorConfig, deps: ValidatorDeps = {
   const metrics = validatorMetrics(deps.metrics ?? new Registry());
   const ownsRedis = deps.redis === undefined;
   // Auto-pipelining: the boundary reads of a batch, issued together, leave in one round trip.
-  const redis =
-    deps.redis ?? new Redis(config.REDIS_URL, { enableAutoPipelining: true, maxRetriesPerRequest: null });
+  // A command fails after the client's retries (Redis down): the batch throws and is redelivered.
+  const redis = deps.redis ?? new Redis(config.REDIS_URL, { enableAutoPipelining: true });
   const frames = new FrameStore(redis, { prefix: config.REDIS_PREFIX });
   const projection: ProjectionReader =
     deps.projection ?? new Projection(redis, { prefix: config.REDIS_PREFIX });
@@ -98,6 +98,8 @@ export function createValidator(config: ValidatorConfig, deps: ValidatorDeps = {
         groupId: config.VALIDATOR_GROUP_ID,
         role: 'compactions',
         fromBeginning: true,
+        // Partitions hold disjoint sessions: one waiting on a lagging session does not hold up the others.
+        partitionsConsumedConcurrently: config.PARTITIONS_CONCURRENTLY,
         onBatch: async (records, context) => {
           if (records.length === 0) return;
           const inputs: BatchInput[] = records.map((record) => ({
