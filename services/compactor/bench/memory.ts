@@ -88,6 +88,7 @@ async function measure(): Promise<void> {
     await compactor.start();
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const baseline = settledRss();
+    const baselineHeap = process.memoryUsage().heapUsed;
 
     let peak = baseline;
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 100);
@@ -118,6 +119,7 @@ async function measure(): Promise<void> {
     const heldBytes = await produced;
     clearInterval(sampler);
     const loaded = settledRss();
+    const loadedHeap = process.memoryUsage().heapUsed;
     const windows =
       (await registry.getSingleMetric('tidemark_compactor_windows')?.get())?.values[0]?.value ?? 0;
     const redisAfter = await redisUsed(redis);
@@ -138,6 +140,10 @@ async function measure(): Promise<void> {
       `  RSS peak while reading:                        ${mib(peak)} MiB  (x${(peak / baseline).toFixed(2)})`,
     );
     console.log(`  RSS growth per open session: ${Math.round((loaded - baseline) / sessions)} bytes`);
+    // Live JS data, after a GC: what the process holds (RSS also keeps pages V8 and malloc do not return).
+    console.log(
+      `  V8 heap used: baseline ${mib(baselineHeap)} MiB, after ${mib(loadedHeap)} MiB (${Math.round((loadedHeap - baselineHeap) / sessions)} bytes per open session)`,
+    );
     console.log(
       `  the open windows' turns as JSON (what in-process windows would hold): ${mib(heldBytes)} MiB`,
     );
