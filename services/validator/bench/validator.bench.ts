@@ -205,7 +205,21 @@ async function latencyRun(
 // ---------------------------------------------------------------------------------------------------
 // 2. One check after 100 vs 100,000 prior turns
 
-async function checkCost(prior: number): Promise<number[]> {
+interface CheckTimes {
+  /** One batch of one fresh compaction through decideBatch. */
+  readonly decide: number[];
+  /** Projection.stateAt of the boundary alone. */
+  readonly stateAt: number[];
+  /** FrameStore.load of the session and the compaction alone. */
+  readonly load: number[];
+}
+
+interface CheckBench {
+  run(i: number, into: CheckTimes): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+async function checkBench(prior: number): Promise<CheckBench> {
   const redis = new Redis(base.REDIS_URL, { enableAutoPipelining: true });
   const prefix = `bench-${runId}-check-${prior}:`;
   const projection = new Projection(redis, { prefix });
@@ -269,21 +283,30 @@ async function checkCost(prior: number): Promise<number[]> {
     logger,
     watermarkTimeoutMs: 1000,
   };
-  const times: number[] = [];
-  for (let i = 0; i < checks + 20; i++) {
-    await frames.restore(epoch, [baseline]); // the same frame state before every check (not timed)
-    // A distinct compaction of the same span each time (its n-th repair), so each is a fresh decision.
-    const candidate = i === 0 ? node : l1(prior + 1, prior + 40, i, node.compactionId);
-    const started = performance.now();
-    const outcome = await decideBatch(deps, [{ node: candidate, appendedAt: null }]);
-    const elapsed = performance.now() - started;
-    if (outcome.decided !== 1) throw new Error('not decided');
-    if (i >= 20) times.push(elapsed); // the first ones warm the scripts and the JIT
-  }
-  const keys = await redis.keys(`${prefix}*`);
-  for (let i = 0; i < keys.length; i += 1000) await redis.del(...keys.slice(i, i + 1000));
-  redis.disconnect();
-  return times;
+  const query = boundaryQuery(node);
+  const ref = { tenantId: 'bench', sessionId: `history-${prior}`, compactionIds: [node.compactionId] };
+  return {
+    async run(i, into) {
+      await frames.restore(epoch, [baseline]); // the same frame state before every check (not timed)
+      // A distinct compaction of the same span each time (its n-th repair), so each is a fresh decision.
+      const candidate = l1(prior + 1, prior + 40, i + 1, node.compactionId);
+      let started = performance.now();
+      const outcome = await decideBatch(deps, [{ node: candidate, appendedAt: null }]);
+      into.decide.push(performance.now() - started);
+      if (outcome.decided !== 1) throw new Error('not decided');
+      started = performance.now();
+      await projection.stateAt(query);
+      into.stateAt.push(performance.now() - started);
+      started = performance.now();
+      await frames.load([ref]);
+      into.load.push(performance.now() - started);
+    },
+    async cleanup() {
+      const keys = await redis.keys(`${prefix}*`);
+      for (let i = 0; i < keys.length; i += 1000) await redis.del(...keys.slice(i, i + 1000));
+      redis.disconnect();
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -334,14 +357,37 @@ console.log(
   `  ratio validator/echo: p50 ${(percentile(validated, 50) / percentile(echo, 50)).toFixed(2)}×, p99 ${(percentile(validated, 99) / percentile(echo, 99)).toFixed(2)}×`,
 );
 
+const histogram = async (name: string) => {
+  const metric = (await validatorRegistry.getMetricsAsJSON()).find((m) => m.name === name);
+  const values = (metric?.values ?? []) as { metricName?: string; value: number }[];
+  const sum = values.find((v) => v.metricName === `${name}_sum`)?.value ?? 0;
+  const count = values.find((v) => v.metricName === `${name}_count`)?.value ?? 0;
+  return `${count} observations, mean ${ms(count === 0 ? 0 : (sum / count) * 1000)}`;
+};
+console.log(`  validator batches (decideBatch):  ${await histogram('tidemark_validator_batch_seconds')}`);
 console.log(
-  `2. one check (decideBatch of one compaction, Redis real, publish left out), ${checks} checks each`,
+  `  validator latency metric:         ${await histogram('tidemark_validator_decision_latency_seconds')}`,
 );
-const short = await checkCost(100);
-const long = await checkCost(longTurns);
-row('after 100 prior turns', short);
-row(`after ${longTurns} prior turns`, long);
 console.log(
-  `  ratio ${longTurns}/100: p50 ${(percentile(long, 50) / percentile(short, 50)).toFixed(2)}×, p99 ${(percentile(long, 99) / percentile(short, 99)).toFixed(2)}×`,
+  `2. one check (decideBatch of one compaction, Redis real, publish left out), ${checks} checks each, interleaved`,
 );
+const benches = [await checkBench(100), await checkBench(longTurns)] as const;
+const times: [CheckTimes, CheckTimes] = [
+  { decide: [], stateAt: [], load: [] },
+  { decide: [], stateAt: [], load: [] },
+];
+const warm: CheckTimes = { decide: [], stateAt: [], load: [] };
+// Interleaved, so that the load of a shared machine falls on both alike; the first 20 of each warm up.
+for (let i = 0; i < checks + 20; i++) {
+  for (const [k, bench] of benches.entries()) await bench.run(i, i < 20 ? warm : times[k]!);
+}
+for (const bench of benches) await bench.cleanup();
+const [short, long] = times;
+for (const part of ['decide', 'stateAt', 'load'] as const) {
+  row(`${part}, 100 prior turns`, short[part]);
+  row(`${part}, ${longTurns} prior turns`, long[part]);
+  console.log(
+    `  ratio ${longTurns}/100 (${part}): p50 ${(percentile(long[part], 50) / percentile(short[part], 50)).toFixed(2)}×, p99 ${(percentile(long[part], 99) / percentile(short[part], 99)).toFixed(2)}×`,
+  );
+}
 process.exit(0);
