@@ -8,6 +8,7 @@ import type { Redis } from 'ioredis';
 //
 // Keys (under the prefix, one hash tag per session so one session's keys share a cluster slot):
 //   resume:epoch                the epoch of the current store; absent = lost or never built
+//   resume:rebuild-lock         held by the one worker rebuilding the store
 //   resume:{tenant/session}     hash: v (version), e (epoch), s (worker state JSON), p (plan JSON),
 //                               n (the compaction id the plan starts from, '' for the session start)
 //   resume-nodes:{tenant/session}  hash: compactionId -> Compaction JSON
@@ -82,6 +83,24 @@ export class PlanStore {
   }
   get #epochKey(): string {
     return `${this.#prefix}resume:epoch`;
+  }
+  get #lockKey(): string {
+    return `${this.#prefix}resume:rebuild-lock`;
+  }
+
+  /** Takes the rebuild lock for `ttlMs` (one worker rebuilds, the others wait for the epoch). */
+  async lockRebuild(owner: string, ttlMs: number): Promise<boolean> {
+    return (await this.#redis.set(this.#lockKey, owner, 'PX', ttlMs, 'NX')) === 'OK';
+  }
+
+  async unlockRebuild(owner: string): Promise<void> {
+    // Only the owner's lock: compare and delete in one step.
+    await this.#redis.eval(
+      "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
+      1,
+      this.#lockKey,
+      owner,
+    );
   }
 
   /** The store's epoch, or null when it was lost (or never built) and must be rebuilt from the topics. */

@@ -43,6 +43,10 @@ export function tokensFromConfig(config: ResumeConfig): TokenEntry[] {
   ];
 }
 
+const rebuildLockMs = 60_000;
+const groupIdNotFound = 69;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): ResumeService {
   const logger = deps.logger ?? deps.host?.logger ?? createLogger('resume', config.LOG_LEVEL);
   const registry = deps.metrics ?? deps.host?.metrics ?? new Registry();
@@ -77,8 +81,9 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
   }
 
   // The plans are derived from the markers and compactions topics. When the store is absent (first
-  // start, or Redis lost its data), the worker's groups are deleted so that they consume both topics
-  // from the beginning again, the store is cleared, and a new epoch is published.
+  // start, or Redis lost its data), every worker leaves its groups; one of them (the rebuild lock's
+  // holder) deletes the groups, so that they consume both topics from the beginning again, clears the
+  // store and publishes a new epoch; the others wait for the epoch and join the fresh groups.
   const rebuildIfLost = async (): Promise<void> => {
     // Only workers rebuild: an API-only instance answers `rebuilding` until one has.
     if (plans === null || bus === null || !config.RESUME_WORKER) return;
@@ -94,22 +99,53 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
     logger.warn('resume store absent: rebuilding plans from the markers and compactions topics');
     if (worker !== null) await worker.stop();
     worker = null;
+    const owner = randomUUID();
+    if (await plans.lockRebuild(owner, rebuildLockMs)) {
+      try {
+        await deleteGroups(bus);
+        await plans.clear();
+        const epoch = await plans.establishEpoch(randomUUID());
+        logger.info({ epoch }, 'resume store epoch established');
+      } finally {
+        await plans.unlockRebuild(owner);
+      }
+    } else {
+      const deadline = Date.now() + rebuildLockMs;
+      while ((await plans.epoch()) === null && Date.now() < deadline && !stopped) await sleep(100);
+    }
+    // No epoch yet (the holder died): the watcher tries again.
+    if ((await plans.epoch()) !== null) await startWorker();
+  };
+
+  // Deletes the worker's groups, waiting (bounded) for other instances to leave them.
+  const deleteGroups = async (bus: Bus): Promise<void> => {
     const admin = bus.kafka.admin();
     await admin.connect();
     try {
-      await admin
-        .deleteGroups([config.RESUME_GROUP_ID, `${config.RESUME_GROUP_ID}-nodes`])
-        .catch((error: unknown) => {
-          // A group that never existed is fine; a live one (another instance) keeps its offsets.
-          logger.info({ err: error }, 'resume groups not deleted');
-        });
+      const deadline = Date.now() + rebuildLockMs / 2;
+      for (;;) {
+        const failed = await admin
+          .deleteGroups([config.RESUME_GROUP_ID, `${config.RESUME_GROUP_ID}-nodes`])
+          .then(() => [])
+          .catch((error: unknown) =>
+            ((error as { groups?: { errorCode?: number }[] }).groups ?? [{}]).filter(
+              // A group that never existed (GROUP_ID_NOT_FOUND) needs no deleting.
+              (group) => group.errorCode !== groupIdNotFound,
+            ),
+          );
+        if (failed.length === 0) return;
+        if (Date.now() > deadline) {
+          logger.error(
+            { failed },
+            'resume groups not deleted: plans may miss decisions until a rebuild succeeds',
+          );
+          return;
+        }
+        await sleep(250);
+      }
     } finally {
       await admin.disconnect();
     }
-    await plans.clear();
-    const epoch = await plans.establishEpoch(randomUUID());
-    logger.info({ epoch }, 'resume store epoch established');
-    await startWorker();
   };
 
   const startWorker = async (): Promise<void> => {

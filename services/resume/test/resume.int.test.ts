@@ -1,5 +1,5 @@
 import { definePolicy, generateSession, latestDecisions } from '@tidemark/core';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createWorld, expectedContext, getResume, sessionInWorld, tokens, waitForResume } from './fixture.js';
 
 const tenantId = 'tenant-a';
@@ -162,9 +162,10 @@ describe('the resume service against the real stack', () => {
     await world.publishCompactions(run.compactions);
     await world.publishDecisions(run.decisions);
     const expected = expectedContext(run, turns, positions.get(1)!.partition);
-    const { url } = await world.startService({
-      config: { RESUME_CONTEXT_CACHE_BYTES: 0, RESUME_EPOCH_CHECK_MS: 100 },
-    });
+    // Two workers in the same groups: one rebuilds (the lock's holder), the other waits for it.
+    const options = { config: { RESUME_CONTEXT_CACHE_BYTES: 0, RESUME_EPOCH_CHECK_MS: 100 } };
+    const { url } = await world.startService(options);
+    const second = await world.startService(options);
     await waitForResume(url, tenantId, sessionId, (b) => b.contextHash === expected.contextHash);
 
     // Redis loses the resume store (plans, nodes and its epoch); the projection survives here.
@@ -180,7 +181,9 @@ describe('the resume service against the real stack', () => {
       (b) => b.contextHash === expected.contextHash,
     );
     expect(after.mode).toBe('digest');
+    await waitForResume(second.url, tenantId, sessionId, (b) => b.contextHash === expected.contextHash);
     expect(await world.redis.exists(`${world.prefix}resume:epoch`)).toBe(1);
+    await vi.waitFor(() => expect(second.service.ready()).toBe(true), { timeout: 30_000 });
   });
 
   it('answers 401, 403, 404 and 409 with a code and never another tenant’s session id; a valid token reads', async () => {
