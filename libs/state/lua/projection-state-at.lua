@@ -6,7 +6,7 @@
 
   KEYS[1]  meta     KEYS[2] items   KEYS[3] ends    KEYS[4] open    KEYS[5] ended
   KEYS[6]  closed   KEYS[7] disp    KEYS[8] dispkey KEYS[9] art     KEYS[10] artkey
-  (the layout of projection-apply-turn)
+  (the layout of projection-apply-turns)
 
   ARGV[1]  fromSeq
   ARGV[2]  toSeq

@@ -40,7 +40,8 @@ import {
 // (stateAt, waitForWatermark) and the resume worker (l0Position). It follows core's SessionFold rule for
 // rule, and answers stateAt exactly as SessionFold.stateAt does; the integration tests compare the two.
 //
-// Writes are one Lua script per turn (projection-apply-turn.lua), pipelined: one round trip per batch.
+// Writes are one Lua script call per session and batch (projection-apply-turns.lua), each turn in it one
+// atomic step, all pipelined: one round trip per batch.
 // Reads are one script (stateAt) or one pipeline (watermark, wait). Nothing here cannot be rebuilt from
 // L0: the epoch key says whether the projection is still the one built from it (Redis keeps nothing on
 // disk and may be flushed), and a rebuild starts over under a new epoch.
@@ -56,7 +57,7 @@ declare module 'ioredis' {
 
 const script = (name: string): string => readFileSync(new URL(`../lua/${name}.lua`, import.meta.url), 'utf8');
 const scripts = {
-  apply: script('projection-apply-turn'),
+  apply: script('projection-apply-turns'),
   stateAt: script('projection-state-at'),
   watermark: script('projection-watermark'),
   markBroken: script('projection-mark-broken'),
@@ -161,7 +162,7 @@ export class Projection {
   }
 
   /**
-   * Applies turns in order, one atomic script per turn, in one round trip. Sets the epoch if there is
+   * Applies turns in order (each turn one atomic step), in one round trip. Sets the epoch if there is
    * none (the first apply). For tests and single writers: the materializer uses applyBatchInEpoch, which
    * notices a projection lost in between instead of starting a new one over it.
    */
@@ -189,43 +190,54 @@ export class Projection {
     return { ok: true, outcomes: finish(replies.slice(0, -1)) };
   }
 
-  /** Queues each turn's command; returns how to read their replies (in the same order) into outcomes. */
+  /**
+   * Queues one command per session (its turns of the batch, in order; sessions are independent) and one
+   * per turn refused before Redis that can still mark its session; returns how to read their replies
+   * (in the same order) into outcomes, in the turns' order.
+   */
   #queueApply(
     pipeline: ChainableCommander,
     turns: readonly PositionedTurn[],
   ): (replies: readonly unknown[]) => ApplyOutcome[] {
     const plans = turns.map((positioned) => planTurn(positioned));
+    const sessions = new Map<string, { order: number; keys: SessionKeys; args: string[]; count: number }>();
+    /** Per plan, where its reply is: its session's order and its index in that session's reply. */
+    const slots: ({ order: number; index: number } | null)[] = [];
+    let marks = 0;
     for (const plan of plans) {
+      const { turn, partition, offset } = plan.positioned;
       if (plan.kind === 'refused') {
         if (plan.markAt !== null) {
-          const { tenantId, sessionId } = plan.positioned.turn;
-          const keys = sessionKeys(this.#prefix, tenantId, sessionId);
+          const keys = sessionKeys(this.#prefix, turn.tenantId, turn.sessionId);
           void pipeline.tidemarkProjectionMarkBroken(keys.meta, plan.markAt, plan.result.reason);
+          marks++;
         }
+        slots.push(null);
         continue;
       }
-      const { turn, partition, offset } = plan.positioned;
-      const keys = sessionKeys(this.#prefix, turn.tenantId, turn.sessionId);
-      void pipeline.tidemarkProjectionApply(
-        ...applyKeys(keys),
-        String(turn.seq),
-        turn.turnId,
-        `${partition}:${offset}`,
-        ...plan.args,
-      );
+      const id = `${turn.tenantId}/${turn.sessionId}`;
+      let session = sessions.get(id);
+      if (session === undefined) {
+        const keys = sessionKeys(this.#prefix, turn.tenantId, turn.sessionId);
+        session = { order: sessions.size, keys, args: [], count: 0 };
+        sessions.set(id, session);
+      }
+      session.args.push(String(turn.seq), turn.turnId, `${partition}:${offset}`, String(plan.args.length));
+      for (const arg of plan.args) session.args.push(arg);
+      slots.push({ order: session.order, index: session.count++ });
     }
-    return (replies) => {
-      let next = 0;
-      return plans.map((plan) => {
+    // The sessions' commands follow the marks, in the order the sessions first appear.
+    for (const { keys, args } of sessions.values()) {
+      void pipeline.tidemarkProjectionApply(...applyKeys(keys), ...args);
+    }
+    return (replies) =>
+      plans.map((plan, i) => {
         const { turn, partition, offset } = plan.positioned;
-        if (plan.kind === 'refused') {
-          if (plan.markAt !== null) next++;
-          return { turn, partition, offset, result: plan.result, skipped: [] };
-        }
-        const reply = replies[next++] as unknown[];
+        if (plan.kind === 'refused') return { turn, partition, offset, result: plan.result, skipped: [] };
+        const slot = slots[i]!;
+        const reply = (replies[marks + slot.order] as unknown[][])[slot.index]!;
         return { turn, partition, offset, ...readApplyReply(turn, reply, plan.stateless) };
       });
-    };
   }
 
   /** The state at the query's boundary, exactly as core's SessionFold.stateAt answers it; one round trip. */
@@ -693,7 +705,7 @@ function readRefusal(turn: TurnEvent, reply: unknown[], status: number): ApplyRe
         message: `seq ${seq} is behind ${Number(reply[1])} and was applied as turn ${String(reply[2])}, not ${turn.turnId}`,
       };
     default:
-      throw new StateError('unexpected_reply', `projection-apply-turn answered ${JSON.stringify(reply)}`);
+      throw new StateError('unexpected_reply', `projection-apply-turns answered ${JSON.stringify(reply)}`);
   }
 }
 

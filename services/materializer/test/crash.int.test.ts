@@ -47,36 +47,61 @@ describe('materializer process', () => {
     for (let i = 0; i < 200; i++) for (const s of sessions) turns.push(s[i]!);
     const expected = expectedWatermarks(turns);
     const total = [...expected.values()].reduce((a, b) => a + b, 0);
-    const applied = async (): Promise<number> => {
-      let sum = 0;
-      for (const key of expected.keys()) {
-        const [tenantId, sessionId] = key.split('/') as [string, string];
-        sum += (await h.projection.watermark(tenantId, sessionId)).appliedSeq;
-      }
-      return sum;
+    const watermarks = () =>
+      Promise.all(
+        [...expected.keys()].map((key) => {
+          const [tenantId, sessionId] = key.split('/') as [string, string];
+          return h.projection.watermark(tenantId, sessionId);
+        }),
+      );
+    const applied = async (): Promise<number> =>
+      (await watermarks()).reduce((sum, mark) => sum + mark.appliedSeq, 0);
+    const admin = h.bus.kafka.admin();
+    await admin.connect();
+    onTestFinished(() => admin.disconnect());
+    /** Whether Redis holds a turn at or past its partition's committed offset: applied, not committed. */
+    const uncommittedApplied = async (): Promise<boolean> => {
+      const [marks, committed] = await Promise.all([
+        watermarks(),
+        admin.fetchOffsets({
+          groupId: h.config.MATERIALIZER_GROUP_ID,
+          topics: [`${h.config.TOPIC_PREFIX}turns.l0`],
+        }),
+      ]);
+      const at = new Map(committed.flatMap((t) => t.partitions.map((p) => [p.partition, Number(p.offset)])));
+      return marks.some((m) => m.offsets !== null && m.offsets.offset >= (at.get(m.offsets.partition) ?? -1));
     };
 
     // A projection already built (by an earlier run): the process starts in its steady state. (One that
     // finds none rebuilds, and a process killed during a rebuild starts over: no redelivery to test.)
     await h.projection.applyBatch([]);
     await h.publish(turns);
-    // Killed at the first sign of progress: inside its first batch, applied (partly or wholly) in Redis
-    // and not yet committed in Kafka.
+    // The process is frozen (SIGSTOP) whenever its progress moves; if it is then between applying a batch
+    // (wholly or partly) and committing it, it is killed there; if not, it goes on (SIGCONT) until it is.
     const port = await freePort();
     const first = startProcess(h.env);
     const deadline = Date.now() + 60_000;
-    while ((await applied()) === 0) {
-      if (Date.now() > deadline) throw new Error(`the process applied nothing within a minute`);
-      await new Promise((resolve) => setTimeout(resolve, 5));
+    let last = 0;
+    for (;;) {
+      if (Date.now() > deadline) throw new Error('never caught the process between an apply and its commit');
+      const now = await applied();
+      if (now === last) continue;
+      expect(now, 'the process finished before it was caught mid-batch').toBeLessThan(total);
+      first.kill('SIGSTOP');
+      // A commit it sent just before it froze lands meanwhile.
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      if (await uncommittedApplied()) break;
+      last = await applied();
+      first.kill('SIGCONT');
     }
     first.kill('SIGKILL');
     await exited(first);
     expect(first.signalCode).toBe('SIGKILL');
     const atKill = await applied();
-    expect(atKill).toBeLessThan(total);
 
     const second = startProcess({ ...h.env, HTTP_PORT: String(port) });
     await h.waitForWatermarks(expected, 60_000);
+    await h.waitForCommitted(h.config.MATERIALIZER_GROUP_ID, 60_000);
     // The killed process had applied turns it had not committed: the restart got them again, as no-ops.
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const redelivered = Number(
