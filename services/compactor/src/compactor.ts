@@ -4,8 +4,8 @@ import { createLogger, Registry, type Logger, type ServiceComponent } from '@tid
 import { Projection } from '@tidemark/state';
 import { Redis } from 'ioredis';
 import type { Admin } from 'kafkajs';
-import { policyOf, type CompactorConfig } from './config.js';
-import { CompactionEngine, engineMetrics, namespaceOf, summarizerFor, WindowsLostError } from './engine.js';
+import { policiesOf, type CompactorConfig } from './config.js';
+import { CompactionEngine, engineMetrics, namespaceOf, summarizers, WindowsLostError } from './engine.js';
 import { CompactorStore } from './store.js';
 
 // The compactor service: turns.l0 → windows → compactions; markers (MarkerInvalid of its own nodes) →
@@ -27,12 +27,12 @@ export interface Compactor extends ServiceComponent {
 export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {}): Compactor {
   const logger = deps.logger ?? createLogger('compactor', config.LOG_LEVEL);
   const register = deps.metrics ?? new Registry();
-  const policy = policyOf(config);
-  const summarizer = summarizerFor(policy.summarizer, {
-    baseUrl: config.MODEL_BASE_URL,
-    apiKey: config.MODEL_API_KEY,
-  });
-  const namespace = namespaceOf(config.GENERATION, policy);
+  const policies = policiesOf(config);
+  const policy = policies.base;
+  const summarizerOf = summarizers({ baseUrl: config.MODEL_BASE_URL, apiKey: config.MODEL_API_KEY });
+  // Every named summarizer is made now: a bad name fails the start, not the first compaction.
+  for (const p of [policy, ...Object.values(policies.overrides)]) summarizerOf(p.summarizer);
+  const namespace = namespaceOf(config.GENERATION, policy, policies.overrides);
   const metrics = engineMetrics(register);
   const topics = topicNames(config.TOPIC_PREFIX);
   const markersGroup = `${config.GROUP_ID}.markers`;
@@ -109,10 +109,10 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
       }
       producer = await bus.producer();
       engine = new CompactionEngine({
-        policy,
+        policyFor: policies.policyFor,
         generation: config.GENERATION,
         compactorVersion: config.COMPACTOR_VERSION,
-        summarizer,
+        summarizerFor: summarizerOf,
         maxRepairs: config.MAX_REPAIRS,
         stateWaitMs: config.STATE_WAIT_MS,
         store,
@@ -132,7 +132,13 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
       });
       await Promise.all([turns.run(), markers.run()]);
       logger.info(
-        { namespace, generation: config.GENERATION, policy, groupId: config.GROUP_ID },
+        {
+          namespace,
+          generation: config.GENERATION,
+          policy,
+          overrides: Object.keys(policies.overrides),
+          groupId: config.GROUP_ID,
+        },
         'compactor running',
       );
     },

@@ -1,5 +1,5 @@
 import { defaultPolicy, definePolicy, type Policy } from '@tidemark/core';
-import { commonConfig, z } from '@tidemark/service';
+import { commonConfig, ConfigError, z } from '@tidemark/service';
 
 // The compactor's configuration: where the stack is (commonConfig), the compaction policy (each field
 // of core's Policy, defaults from core's defaultPolicy), the generation it writes, and repair bounds.
@@ -38,6 +38,25 @@ export const compactorConfigSchema = z.object({
    * restarted compactor resumes after at most this (the broker's floor is 6 s).
    */
   CONSUMER_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6_000).default(30_000),
+  /**
+   * Policies of particular sessions or tenants, as JSON: {"tenant/session": {...}, "tenant": {...}}, each
+   * a (partial) policy over the configured one. A session's own entry wins over its tenant's.
+   */
+  POLICY_OVERRIDES: z
+    .string()
+    .optional()
+    .transform((raw, context) => {
+      if (raw === undefined) return {};
+      try {
+        const parsed: unknown = JSON.parse(raw);
+        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+          throw new Error('not an object');
+        return parsed as Record<string, Partial<Policy>>;
+      } catch (error) {
+        context.addIssue({ code: 'custom', message: `not a JSON object of policies: ${String(error)}` });
+        return z.NEVER;
+      }
+    }),
   /** Partitions of topics this service creates if they are missing. */
   PARTITIONS: positive.default(4),
 });
@@ -46,6 +65,37 @@ export type CompactorConfig = z.infer<typeof compactorConfigSchema>;
 
 /** The policy the configuration names, checked by core. */
 export function policyOf(config: CompactorConfig): Policy {
+  return basePolicy(config);
+}
+
+export interface Policies {
+  readonly base: Policy;
+  /** Each override as a whole policy (the configured one with the override's fields). */
+  readonly overrides: Readonly<Record<string, Policy>>;
+  readonly policyFor: (ref: { readonly tenantId: string; readonly sessionId: string }) => Policy;
+}
+
+/** The configured policy and the overrides, each checked by core (a bad one fails at start). */
+export function policiesOf(config: CompactorConfig): Policies {
+  const base = basePolicy(config);
+  const overrides = Object.fromEntries(
+    Object.entries(config.POLICY_OVERRIDES).map(([key, values]) => {
+      try {
+        return [key, definePolicy({ ...base, ...values })];
+      } catch (error) {
+        throw new ConfigError(`POLICY_OVERRIDES: ${key}: ${(error as Error).message}`, ['POLICY_OVERRIDES']);
+      }
+    }),
+  );
+  return {
+    base,
+    overrides,
+    policyFor: ({ tenantId, sessionId }) =>
+      overrides[`${tenantId}/${sessionId}`] ?? overrides[tenantId] ?? base,
+  };
+}
+
+function basePolicy(config: CompactorConfig): Policy {
   return definePolicy({
     l1EveryTurns: config.L1_EVERY_TURNS,
     l1TokenBudget: config.L1_TOKEN_BUDGET,

@@ -1,9 +1,12 @@
 import type { DecodedRecord, EventProducer } from '@tidemark/contract';
 import {
+  canonicalJson,
+  compareText,
   createModelSummarizer,
   fetchTransport,
   narrativeSummarizer,
   policyIdOf,
+  sha256Hex,
   strictSummarizer,
   type BoundaryQuery,
   type MarkerDecision,
@@ -30,10 +33,12 @@ import {
 // between batches (it is all in the store), so a batch that throws is simply redelivered.
 
 export interface EngineOptions {
-  readonly policy: Policy;
+  /** The policy of a session (the configured one, or its override). */
+  readonly policyFor: (ref: SessionRef) => Policy;
   readonly generation: number;
   readonly compactorVersion: string;
-  readonly summarizer: Summarizer;
+  /** The summarizer a policy names. */
+  readonly summarizerFor: (name: string) => Summarizer;
   readonly maxRepairs: number;
   readonly stateWaitMs: number;
   readonly store: CompactorStore;
@@ -80,10 +85,6 @@ export class CompactionEngine {
     this.#o = options;
   }
 
-  get namespace(): string {
-    return namespaceOf(this.#o.generation, this.#o.policy);
-  }
-
   async onTurns(records: readonly DecodedRecord<TurnEvent>[]): Promise<BatchOutcome> {
     const { store, producer, metrics } = this.#o;
     const bySession = new Map<string, DecodedRecord<TurnEvent>[]>();
@@ -113,7 +114,7 @@ export class CompactionEngine {
         const result = await ingest(
           start,
           list.map((r) => ({ turn: r.value, partition: r.raw.partition, offset: r.raw.offset })),
-          this.#context(batchTurns),
+          this.#context(start, batchTurns),
           (turn) => batchTurns.set(turn.seq, turn),
         );
         for (const admission of Object.keys(admissions) as Admission[]) {
@@ -200,13 +201,14 @@ export class CompactionEngine {
     return repairs.length;
   }
 
-  #context(batchTurns: ReadonlyMap<number, TurnEvent>): CompactionContext {
-    const { policy, generation, compactorVersion, summarizer, store, metrics } = this.#o;
+  #context(ref: SessionRef, batchTurns: ReadonlyMap<number, TurnEvent>): CompactionContext {
+    const { generation, compactorVersion, store, metrics } = this.#o;
+    const policy = this.#o.policyFor(ref);
     return {
       policy,
       generation,
       compactorVersion,
-      summarizer,
+      summarizer: this.#o.summarizerFor(policy.summarizer),
       stateAt: (query) => this.#stateAt(query),
       turns: async (tenantId, sessionId, seqs) => {
         const missing = seqs.filter((seq) => !batchTurns.has(seq));
@@ -246,9 +248,23 @@ export class CompactionEngine {
   }
 }
 
-/** The store namespace of a generation and policy: a new policy or generation starts empty windows. */
-export function namespaceOf(generation: number, policy: Policy): string {
-  return `g${generation}:${policyIdOf(policy).slice(0, 16)}`;
+/**
+ * The store namespace of a generation and its policies (the configured one and any per-session or
+ * per-tenant overrides): a new policy or generation starts empty windows, built from the start of L0.
+ */
+export function namespaceOf(
+  generation: number,
+  policy: Policy,
+  overrides: Readonly<Record<string, Policy>> = {},
+): string {
+  const keys = Object.keys(overrides).sort(compareText);
+  const id =
+    keys.length === 0
+      ? policyIdOf(policy)
+      : sha256Hex(
+          canonicalJson({ policy, overrides: keys.map((key) => [key, policyIdOf(overrides[key]!)]) }),
+        );
+  return `g${generation}:${id.slice(0, 16)}`;
 }
 
 export interface EngineMetrics {
@@ -299,6 +315,22 @@ export function engineMetrics(register: Registry): EngineMetrics {
       labelNames: ['reason'],
       registers,
     }),
+  };
+}
+
+/** The summarizers policies name, made once each. */
+export function summarizers(model: {
+  readonly baseUrl?: string | undefined;
+  readonly apiKey?: string | undefined;
+}): (name: string) => Summarizer {
+  const made = new Map<string, Summarizer>();
+  return (name) => {
+    let summarizer = made.get(name);
+    if (summarizer === undefined) {
+      summarizer = summarizerFor(name, model);
+      made.set(name, summarizer);
+    }
+    return summarizer;
   };
 }
 

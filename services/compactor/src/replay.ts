@@ -81,14 +81,15 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
 
     const store = new CompactorStore(redis, { prefix: redisPrefix, namespace });
     if (!(await store.hasEpoch())) await store.setEpoch(randomUUID());
+    const summarizer = summarizerFor(options.policy.summarizer, {
+      baseUrl: options.modelBaseUrl,
+      apiKey: options.modelApiKey,
+    });
     const engine = new CompactionEngine({
-      policy: options.policy,
+      policyFor: () => options.policy,
       generation: options.generation,
       compactorVersion: options.compactorVersion ?? 'tidemark-compactor/1',
-      summarizer: summarizerFor(options.policy.summarizer, {
-        baseUrl: options.modelBaseUrl,
-        apiKey: options.modelApiKey,
-      }),
+      summarizerFor: () => summarizer,
       maxRepairs: 0,
       stateWaitMs: options.stateWaitMs ?? 10_000,
       store,

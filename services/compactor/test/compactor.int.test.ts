@@ -121,4 +121,29 @@ describe('the compactor', () => {
     expect([...published.keys()].sort()).toEqual(reference.compactions.map((c) => c.compactionId).sort());
     expect(collected.all.length).toBeGreaterThan(published.size);
   });
+
+  it('compacts each session under its own policy when POLICY_OVERRIDES names it (or its tenant)', async () => {
+    const s = await stage();
+    const own = generateSession(34, { turns: 60, tenantId: 'over', sessionId: 'own' });
+    const tenants = generateSession(35, { turns: 60, tenantId: 'over', sessionId: 'tenant' });
+    const plain = generateSession(36, { turns: 60, tenantId: 'plain', sessionId: 'plain' });
+    const overrides = { 'over/own': { l1EveryTurns: 10, digestFanIn: 2 }, over: { l1EveryTurns: 15 } };
+    const expected = [
+      [own, definePolicy({ l1EveryTurns: 10, digestFanIn: 2 })],
+      [tenants, definePolicy({ l1EveryTurns: 15 })],
+      [plain, definePolicy({ l1EveryTurns: 30 })],
+    ] as const;
+    const collected = await collectCompactions(s.bus);
+    await runCompactor(s.config({ L1_EVERY_TURNS: '30', POLICY_OVERRIDES: JSON.stringify(overrides) }));
+    for (const [turns] of expected) await s.publish(turns);
+    const reference = expected.flatMap(([turns, policy]) => {
+      const seqs = s.offsets.get(`${turns[0]!.tenantId}/${turns[0]!.sessionId}`)!;
+      return runReference(turns, { policy, compactorVersion: version, offsetOf: (seq) => seqs.get(seq)! })
+        .compactions;
+    });
+    await collected.waitFor(hasIds(reference.map((c) => c.compactionId)));
+    const published = distinct(collected.all);
+    expect([...published.keys()].sort()).toEqual(reference.map((c) => c.compactionId).sort());
+    for (const c of reference) expect(canonicalJson(published.get(c.compactionId))).toBe(canonicalJson(c));
+  });
 });

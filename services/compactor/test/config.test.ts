@@ -1,7 +1,7 @@
 import { defaultPolicy, definePolicy } from '@tidemark/core';
 import { ConfigError, parseConfig } from '@tidemark/service';
 import { describe, expect, it } from 'vitest';
-import { compactorConfigSchema, policyOf } from '../src/config.js';
+import { compactorConfigSchema, policiesOf, policyOf } from '../src/config.js';
 import { namespaceOf } from '../src/engine.js';
 
 describe('the compactor configuration', () => {
@@ -39,10 +39,30 @@ describe('the compactor configuration', () => {
     expect(() => parseConfig(compactorConfigSchema, { L1_EVERY_TURNS: 'often' })).toThrow(/L1_EVERY_TURNS/);
   });
 
+  it("gives a session its own override, else its tenant's, else the configured policy", () => {
+    const config = parseConfig(compactorConfigSchema, {
+      L1_EVERY_TURNS: '20',
+      POLICY_OVERRIDES: JSON.stringify({ 't/s1': { digestFanIn: 2 }, t: { summarizer: 'narrative' } }),
+    });
+    const { policyFor, base } = policiesOf(config);
+    expect(policyFor({ tenantId: 't', sessionId: 's1' })).toEqual(
+      definePolicy({ l1EveryTurns: 20, digestFanIn: 2 }),
+    );
+    expect(policyFor({ tenantId: 't', sessionId: 's2' })).toEqual(
+      definePolicy({ l1EveryTurns: 20, summarizer: 'narrative' }),
+    );
+    expect(policyFor({ tenantId: 'u', sessionId: 's1' })).toBe(base);
+    expect(() =>
+      policiesOf(parseConfig(compactorConfigSchema, { POLICY_OVERRIDES: '{"t":{"digestFanIn":1}}' })),
+    ).toThrow(/POLICY_OVERRIDES: t: policy.digestFanIn/);
+    expect(() => parseConfig(compactorConfigSchema, { POLICY_OVERRIDES: '[1]' })).toThrow(/POLICY_OVERRIDES/);
+  });
+
   it('keeps the windows of each generation and policy apart', () => {
     const base = namespaceOf(1, defaultPolicy);
     expect(namespaceOf(1, definePolicy())).toBe(base);
     expect(namespaceOf(2, defaultPolicy)).not.toBe(base);
     expect(namespaceOf(1, definePolicy({ digestTokenBudget: 1000 }))).not.toBe(base);
+    expect(namespaceOf(1, defaultPolicy, { t: definePolicy({ digestFanIn: 2 }) })).not.toBe(base);
   });
 });
