@@ -34,7 +34,7 @@ export interface World {
   readonly bus: Bus;
   readonly producer: EventProducer;
   readonly projection: Projection;
-  /** Publishes turns and materializes them; returns where each seq lives in turns.l0. */
+  /** Publishes turns and materializes them; returns where each seq of the first turn's session lives. */
   publishTurns(turns: readonly TurnEvent[]): Promise<Map<number, { partition: number; offset: number }>>;
   publishCompactions(nodes: readonly Compaction[]): Promise<void>;
   publishDecisions(decisions: readonly MarkerDecision[]): Promise<void>;
@@ -49,7 +49,8 @@ export async function createWorld(): Promise<World> {
   const topicPrefix = `${uniqueName('resume')}.`;
   const topics = topicNames(topicPrefix);
   const admin = await kafkaAdmin();
-  await provisionTopics(admin, topics, { partitions: 2 });
+  // One partition: every session of a world shares it, so raw reads skip other sessions' records.
+  await provisionTopics(admin, topics, { partitions: 1 });
   onTestFinished(async () => {
     await admin.deleteTopics({ topics: Object.values(topics), timeout: 10_000 }).catch(() => undefined);
   });
@@ -107,15 +108,18 @@ export async function createWorld(): Promise<World> {
     projection,
     async publishTurns(turns) {
       await producer.send('turns', turns);
-      const last = turns.at(-1)!;
+      const last = new Map(turns.map((t) => [`${t.tenantId}/${t.sessionId}`, t]));
       await vi.waitFor(
         async () => {
-          const { appliedSeq } = await projection.watermark(last.tenantId, last.sessionId);
-          expect(appliedSeq).toBe(last.seq);
+          for (const turn of last.values()) {
+            const { appliedSeq } = await projection.watermark(turn.tenantId, turn.sessionId);
+            expect(appliedSeq).toBe(turn.seq);
+          }
         },
         { timeout: 30_000, interval: 50 },
       );
-      return positions.get(`${last.tenantId}/${last.sessionId}`)!;
+      const first = turns[0]!;
+      return positions.get(`${first.tenantId}/${first.sessionId}`)!;
     },
     async publishCompactions(nodes) {
       await producer.send('compactions', nodes);
@@ -149,9 +153,12 @@ export async function sessionInWorld(
   world: World,
   turns: readonly TurnEvent[],
   policy: Policy,
-  options: { maxRepairs?: number } = {},
+  options: { maxRepairs?: number; interleave?: readonly TurnEvent[] } = {},
 ): Promise<{ run: ReferenceRun; positions: Map<number, { partition: number; offset: number }> }> {
-  const positions = await world.publishTurns(turns);
+  // Another session's turns in between, when given: the session's offsets are then not contiguous.
+  const other = options.interleave ?? [];
+  const mixed = turns.flatMap((turn, i) => (other[i] === undefined ? [turn] : [other[i], turn]));
+  const positions = await world.publishTurns([...mixed, ...other.slice(turns.length)]);
   const partition = positions.get(1)!.partition;
   const run = runReference(turns, {
     policy,

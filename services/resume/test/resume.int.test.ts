@@ -10,7 +10,10 @@ describe('the resume service against the real stack', () => {
     // L1 every 10 turns, L2 over 4: the frame is the L2 at #40; turns 41..47 follow it.
     const policy = definePolicy({ l1EveryTurns: 10, digestFanIn: 4 });
     const turns = generateSession(21, { tenantId, sessionId: 'digest-1', turns: 47 });
-    const { run, positions } = await sessionInWorld(world, turns, policy);
+    // Another session's turns interleaved in the same partition: the raw read must skip them.
+    const noise = generateSession(22, { tenantId, sessionId: 'noise', turns: 60 });
+    const { run, positions } = await sessionInWorld(world, turns, policy, { interleave: noise });
+    expect(positions.get(47)!.offset - positions.get(41)!.offset).toBe(12); // noise #42 sits before #42, and so on
     const expected = expectedContext(run, turns, positions.get(1)!.partition);
     expect(expected.plan.mode).toBe('digest');
     await world.publishCompactions(run.compactions);
