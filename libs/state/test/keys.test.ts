@@ -1,0 +1,91 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  lookupBounds,
+  lookupMember,
+  lookupMemberFact,
+  memberFact,
+  sessionKeyPattern,
+  sessionKeys,
+  spanMember,
+} from '../src/keys.js';
+
+// The index encodings the Lua scripts rely on, checked without Redis: Redis orders zset members of equal
+// score by their bytes (memcmp), which for these ASCII-headed strings is the UTF-8 byte order.
+const bytes = (text: string): Buffer => Buffer.from(text, 'utf8');
+const inRange = (member: string, [max, min]: [string, string]): boolean => {
+  const exclusiveMax = max.slice(1);
+  const inclusiveMin = min.slice(1);
+  return (
+    Buffer.compare(bytes(member), bytes(inclusiveMin)) >= 0 &&
+    Buffer.compare(bytes(member), bytes(exclusiveMax)) < 0
+  );
+};
+
+describe('projection keys', () => {
+  it("share one hash tag per session, so a session's keys share a cluster slot", () => {
+    const keys = Object.values(sessionKeys('p:', 'tenant', 'session'));
+    for (const key of keys) expect(key).toMatch(/^p:proj:\{tenant\/session\}:/);
+    expect(new Set(keys).size).toBe(keys.length);
+  });
+
+  it('scan only the projection under a prefix, with glob characters in the prefix escaped', () => {
+    expect(sessionKeyPattern('a*b?:')).toBe('a\\*b\\?:proj:\\{*');
+  });
+
+  it('give a lookup range that holds exactly the members of its key at or before the seq', () => {
+    const key = fc.string({ minLength: 1, maxLength: 12, unit: 'grapheme' });
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(key, fc.integer({ min: 1, max: 5_000 }), fc.nat(20)), {
+          minLength: 1,
+          maxLength: 40,
+        }),
+        fc.nat(),
+        fc.integer({ min: -1, max: 1 }),
+        key,
+        fc.boolean(),
+        (facts, pick, delta, other, aboutAFact) => {
+          // Ask about a fact's own key around its own seq (the edges), or about anything.
+          const [factKey, factSeq] = facts[pick % facts.length]!;
+          const asked = aboutAFact ? factKey : other;
+          const toSeq = Math.max(1, factSeq + delta);
+          const members = facts.map(([k, seq, index]) => ({
+            k,
+            seq,
+            index,
+            member: lookupMember(k, seq, index, `{"k":1}`),
+          }));
+          const range = lookupBounds(asked, toSeq);
+          for (const m of members) {
+            expect(inRange(m.member, range)).toBe(m.k === asked && m.seq <= toSeq);
+          }
+          // The greatest member in range is the latest fact (by seq, then by index in its turn).
+          const hits = members.filter((m) => inRange(m.member, range));
+          if (hits.length > 0) {
+            const greatest = hits.reduce((a, b) =>
+              Buffer.compare(bytes(a.member), bytes(b.member)) >= 0 ? a : b,
+            );
+            const latest = Math.max(...hits.map((m) => m.seq * 1000 + m.index));
+            expect(greatest.seq * 1000 + greatest.index).toBe(latest);
+          }
+        },
+      ),
+    );
+  });
+
+  it('keep the fact recoverable from every member', () => {
+    fc.assert(
+      fc.property(
+        fc.string(),
+        fc.integer({ min: 1 }),
+        fc.nat(999_999),
+        fc.json(),
+        (key, seq, index, fact) => {
+          expect(lookupMemberFact(lookupMember(key, seq, index, fact))).toBe(fact);
+          expect(memberFact(spanMember(index, fact))).toBe(fact);
+        },
+      ),
+    );
+  });
+});
