@@ -37,7 +37,10 @@ export interface ProjectionReader {
     seq: number,
     timeoutMs: number,
   ): Promise<{ ok: true } | { ok: false; reason: 'timeout' | 'broken' | 'rebuilding' }>;
-  watermark(tenantId: string, sessionId: string): Promise<{ appliedSeq: number }>;
+  watermark(
+    tenantId: string,
+    sessionId: string,
+  ): Promise<{ appliedSeq: number; broken: { seq: number } | null }>;
   stateAt(query: BoundaryQuery): Promise<StateAtBoundary>;
 }
 
@@ -202,7 +205,10 @@ async function decideSessions(
       else {
         // Behind or broken: the boundaries the watermark does cover can still be decided. The
         // watermark is read after the wait, so every turn up to it is applied before the reads below.
-        covered.set(key, (await deps.projection.watermark(tenantId, sessionId)).appliedSeq);
+        // A broken mark (a refused turn, or a skipped change inside an applied one) makes every
+        // boundary at or past it unverifiable, however far the session was applied.
+        const { appliedSeq, broken } = await deps.projection.watermark(tenantId, sessionId);
+        covered.set(key, broken === null ? appliedSeq : Math.min(appliedSeq, broken.seq - 1));
       }
     }),
   );

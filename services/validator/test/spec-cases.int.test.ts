@@ -120,6 +120,24 @@ describe('the validator on the observed cases', () => {
     ]);
   });
 
+  it('marks a boundary at or past a broken mark unverifiable at once, and decides the boundaries before it', async () => {
+    const h = await harness({ WATERMARK_TIMEOUT_MS: '10000' });
+    const turns = [...openCallSession('acme', 'broken'), ...filler(turnOf('acme', 'broken'), 41, 80)];
+    const before = l1Node(turns, 1, 40, definePolicy());
+    const after = l1Node(turns, 41, 80, definePolicy());
+    await h.apply(turns);
+    // A change of turn 60 was skipped (say): the session is applied through 80 but broken at 60.
+    await h.projection.markBroken('acme', 'broken', 60, 'unknown_item');
+    await h.startValidator();
+    const started = Date.now();
+    await h.publish([before, after]);
+    const [first, second] = await h.waitForMarkers(2);
+    expect(Date.now() - started).toBeLessThan(5_000); // not the 10 s wait: broken answers at once
+    expect(first).toMatchObject({ type: 'marker_emitted', markerId: before.marker.markerId });
+    expect(second).toMatchObject({ type: 'marker_invalid', markerId: after.marker.markerId });
+    expect(violationsOf(second)).toEqual([['unverifiable', [after.compactionId]]]);
+  });
+
   it('marks a boundary beyond the watermark unverifiable after the bounded wait, and never emits it once the state arrives', async () => {
     const h = await harness({ WATERMARK_TIMEOUT_MS: '300' });
     const turns = [...openCallSession('acme', 'behind'), ...filler(turnOf('acme', 'behind'), 41, 80)];
