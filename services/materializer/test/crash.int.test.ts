@@ -103,13 +103,20 @@ describe('materializer process', () => {
     await h.waitForWatermarks(expected, 60_000);
     await h.waitForCommitted(h.config.MATERIALIZER_GROUP_ID, 60_000);
     // The killed process had applied turns it had not committed: the restart got them again, as no-ops.
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    for (const name of ['deadletters_total', 'consumer_lag', 'apply_seconds_bucket', 'rebuilding']) {
+      expect(metrics).toContain(`tidemark_materializer_${name}`);
+    }
     const redelivered = Number(
       /tidemark_materializer_turns_total\{outcome="duplicate"\} (\d+)/.exec(metrics)?.[1] ?? 0,
     );
     expect(redelivered, `killed at ${atKill} of ${total} turns applied`).toBeGreaterThan(0);
+    // A graceful stop: it drains, commits and exits 0.
     second.kill('SIGTERM');
     await exited(second);
+    expect(second.exitCode).toBe(0);
     await expectMatchesFold(h.projection, turns, 5, 8);
 
     // The same L0 through an in-process materializer with a group and a Redis prefix of its own.

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { sessionKey } from '@tidemark/contract';
 import { generateSession, type StateChange, type TurnEvent } from '@tidemark/core';
 import { Projection } from '@tidemark/state';
@@ -101,6 +102,38 @@ describe('materializer', () => {
     expect(await dumpProjection(h.redis, h.config.REDIS_PREFIX)).toEqual(
       await dumpProjection(clean.redis, clean.prefix),
     );
+  });
+
+  it('rebuilds on demand: the rebuild command has the running materializer replay L0', async () => {
+    const h = await harness();
+    const turns = interleave(generated(3, 80, 'command'));
+    await h.publish(turns);
+    const materializer = await h.startMaterializer();
+    await h.waitForWatermarks(expectedWatermarks(turns));
+    await materializer.caughtUp(10_000);
+    const before = await dumpProjection(h.redis, h.config.REDIS_PREFIX);
+    const epoch = await h.projection.epoch();
+
+    const command = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'src/rebuild-command.ts', '--timeout-ms', '30000'],
+      {
+        cwd: new URL('..', import.meta.url).pathname,
+        env: { ...process.env, ...h.env },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      },
+    );
+    const code = await new Promise<number | null>((resolve) => command.once('exit', resolve));
+    expect(code).toBe(0);
+    expect(await h.projection.epoch()).not.toBe(epoch);
+    expect(await h.projection.rebuilding()).toBeNull();
+    expect(await dumpProjection(h.redis, h.config.REDIS_PREFIX)).toEqual(before);
+
+    // And it goes on applying what comes after.
+    const more = generateSession(5, { turns: 20, sessionId: 'after-rebuild' });
+    await h.publish(more);
+    await h.waitForWatermarks(expectedWatermarks(more));
+    expect(materializer.state()).toBe('running');
   });
 
   it('dead-letters each bad input with its reason code, marks the session broken, and keeps consuming', async () => {
