@@ -3,6 +3,10 @@ import { commonConfig, z } from '@tidemark/service';
 /** The resume service's configuration: the common variables plus its own, parsed once at start. */
 export const resumeConfigSchema = z.object({
   ...commonConfig,
+  /** Create the topics if missing (local runs and tests); idempotent. */
+  PROVISION_TOPICS: z.stringbool().default(true),
+  /** Partitions of the topics when it provisions them. */
+  TOPIC_PARTITIONS: z.coerce.number().int().positive().default(4),
   /** The consumer group of the markers consumer; the compactions consumer uses `<group>-nodes`. */
   RESUME_GROUP_ID: z.string().min(1).default('tidemark-resume'),
   /** `tenant:sha256hex,tenant:sha256hex` (hash a token with `pnpm --filter @tidemark/resume hash-token`). */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Bus, topicNames } from '@tidemark/contract';
+import { Bus, provisionTopics, topicNames } from '@tidemark/contract';
 import {
   createLogger,
   type Logger,
@@ -119,32 +119,27 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
 
   // Deletes the worker's groups, waiting (bounded) for other instances to leave them.
   const deleteGroups = async (bus: Bus): Promise<void> => {
-    const admin = bus.kafka.admin();
-    await admin.connect();
-    try {
-      const deadline = Date.now() + rebuildLockMs / 2;
-      for (;;) {
-        const failed = await admin
-          .deleteGroups([config.RESUME_GROUP_ID, `${config.RESUME_GROUP_ID}-nodes`])
-          .then(() => [])
-          .catch((error: unknown) =>
-            ((error as { groups?: { errorCode?: number }[] }).groups ?? [{}]).filter(
-              // A group that never existed (GROUP_ID_NOT_FOUND) needs no deleting.
-              (group) => group.errorCode !== groupIdNotFound,
-            ),
-          );
-        if (failed.length === 0) return;
-        if (Date.now() > deadline) {
-          logger.error(
-            { failed },
-            'resume groups not deleted: plans may miss decisions until a rebuild succeeds',
-          );
-          return;
-        }
-        await sleep(250);
+    const admin = await bus.admin();
+    const deadline = Date.now() + rebuildLockMs / 2;
+    for (;;) {
+      const failed = await admin
+        .deleteGroups([config.RESUME_GROUP_ID, `${config.RESUME_GROUP_ID}-nodes`])
+        .then(() => [])
+        .catch((error: unknown) =>
+          ((error as { groups?: { errorCode?: number }[] }).groups ?? [{}]).filter(
+            // A group that never existed (GROUP_ID_NOT_FOUND) needs no deleting.
+            (group) => group.errorCode !== groupIdNotFound,
+          ),
+        );
+      if (failed.length === 0) return;
+      if (Date.now() > deadline) {
+        logger.error(
+          { failed },
+          'resume groups not deleted: plans may miss decisions until a rebuild succeeds',
+        );
+        return;
       }
-    } finally {
-      await admin.disconnect();
+      await sleep(250);
     }
   };
 
@@ -180,6 +175,9 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
         service: 'resume',
         logger,
       });
+      if (config.PROVISION_TOPICS) {
+        await provisionTopics(await bus.admin(), topics, { partitions: config.TOPIC_PARTITIONS });
+      }
       redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
       plans = new PlanStore(redis, { prefix: config.REDIS_PREFIX });
       client = createResumeClient({
