@@ -156,6 +156,52 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
     await worker.start();
   };
 
+  // Starts once; a stop() during the start waits for it, then tears down what it connected.
+  let starting: Promise<void> | null = null;
+  const startOnce = async (): Promise<void> => {
+    stopped = false;
+    const topics = topicNames(config.TOPIC_PREFIX);
+    bus = await Bus.connect({
+      brokers: config.KAFKA_BROKERS,
+      registryUrl: config.SCHEMA_REGISTRY_URL,
+      clientId: `tidemark-resume-${randomUUID().slice(0, 8)}`,
+      topics,
+      service: 'resume',
+      logger,
+    });
+    if (config.PROVISION_TOPICS) {
+      await provisionTopics(await bus.admin(), topics, { partitions: config.TOPIC_PARTITIONS });
+    }
+    redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
+    plans = new PlanStore(redis, { prefix: config.REDIS_PREFIX });
+    client = createResumeClient({
+      redis,
+      bus,
+      redisPrefix: config.REDIS_PREFIX,
+      metrics: registry,
+      logger,
+      divergenceChecks: config.RESUME_DIVERGENCE_CHECKS,
+      fetchBytes: config.RESUME_FETCH_BYTES,
+      contextCacheBytes: config.RESUME_CONTEXT_CACHE_BYTES,
+    });
+    await rebuildIfLost();
+    if (worker === null) await startWorker();
+    // A lost store (Redis flushed or restarted empty) is noticed here, by its epoch (one GET a second),
+    // or by the worker (a refused write), and rebuilt off the batch's path. API-only instances leave
+    // the rebuild to the workers and answer `rebuilding` meanwhile.
+    watcher = setInterval(() => {
+      if (rebuilding !== null || stopped || !config.RESUME_WORKER) return;
+      rebuilding = (async () => {
+        if (worker?.lost === true || (await plans?.epoch()) === null) await rebuildIfLost();
+      })()
+        .catch((error: unknown) => logger.error({ err: error }, 'resume store rebuild failed'))
+        .finally(() => {
+          rebuilding = null;
+        });
+    }, config.RESUME_EPOCH_CHECK_MS);
+    watcher.unref();
+  };
+
   return {
     get client(): ResumeLibraryClient {
       if (client === null) throw new Error('resume service not started');
@@ -164,48 +210,9 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
     get worker() {
       return worker;
     },
-    async start() {
-      stopped = false;
-      const topics = topicNames(config.TOPIC_PREFIX);
-      bus = await Bus.connect({
-        brokers: config.KAFKA_BROKERS,
-        registryUrl: config.SCHEMA_REGISTRY_URL,
-        clientId: `tidemark-resume-${randomUUID().slice(0, 8)}`,
-        topics,
-        service: 'resume',
-        logger,
-      });
-      if (config.PROVISION_TOPICS) {
-        await provisionTopics(await bus.admin(), topics, { partitions: config.TOPIC_PARTITIONS });
-      }
-      redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
-      plans = new PlanStore(redis, { prefix: config.REDIS_PREFIX });
-      client = createResumeClient({
-        redis,
-        bus,
-        redisPrefix: config.REDIS_PREFIX,
-        metrics: registry,
-        logger,
-        divergenceChecks: config.RESUME_DIVERGENCE_CHECKS,
-        fetchBytes: config.RESUME_FETCH_BYTES,
-        contextCacheBytes: config.RESUME_CONTEXT_CACHE_BYTES,
-      });
-      await rebuildIfLost();
-      if (worker === null) await startWorker();
-      // A lost store (Redis flushed or restarted empty) is noticed here, by its epoch (one GET a second),
-      // or by the worker (a refused write), and rebuilt off the batch's path. API-only instances leave
-      // the rebuild to the workers and answer `rebuilding` meanwhile.
-      watcher = setInterval(() => {
-        if (rebuilding !== null || stopped || !config.RESUME_WORKER) return;
-        rebuilding = (async () => {
-          if (worker?.lost === true || (await plans?.epoch()) === null) await rebuildIfLost();
-        })()
-          .catch((error: unknown) => logger.error({ err: error }, 'resume store rebuild failed'))
-          .finally(() => {
-            rebuilding = null;
-          });
-      }, config.RESUME_EPOCH_CHECK_MS);
-      watcher.unref();
+    start() {
+      starting ??= startOnce();
+      return starting;
     },
     ready() {
       if (client === null || stopped) return false;
@@ -214,6 +221,7 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
     async stop() {
       if (stopped) return;
       stopped = true;
+      await starting?.catch(() => undefined);
       if (watcher !== null) clearInterval(watcher);
       await rebuilding;
       await worker?.stop();
