@@ -1,0 +1,98 @@
+import { TidemarkCoreError } from '@tidemark/core';
+import { fastify } from 'fastify';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { hashToken, parseTokenList, TokenVerifier } from '../src/auth.js';
+import { refusal, ResumeUnavailableError, type ResumeClient, type ResumeOutcome } from '../src/client.js';
+import { registerResumeRoutes } from '../src/http.js';
+
+// The HTTP mapping of every outcome, over an in-process client (the real one is tested against the stack).
+
+const tokens = new TokenVerifier(parseTokenList(`tenant-a:${hashToken('alpha')}`));
+
+function app(resume: ResumeClient['resume']) {
+  const http = fastify();
+  registerResumeRoutes(http, { client: { resume }, tokens, logger: pino({ level: 'silent' }) });
+  return (path: string, token: string | null = 'alpha') =>
+    http.inject({
+      method: 'GET',
+      url: path,
+      headers: token === null ? {} : { authorization: `Bearer ${token}` },
+    });
+}
+
+const ok: ResumeOutcome = {
+  ok: true,
+  result: {
+    tenantId: 'tenant-a',
+    sessionId: 's',
+    mode: 'raw',
+    markerId: null,
+    nodeId: null,
+    reason: 'no_marker',
+    frame: null,
+    rawFromSeq: 1,
+    rawToSeq: 0,
+    messages: [],
+    contextHash: 'h',
+  },
+  context: null as never,
+};
+
+describe('the resume routes', () => {
+  it('maps refusals to 404, 409 and 503 with a code, a message and Retry-After when retrying helps', async () => {
+    for (const [code, status, retry] of [
+      ['session_not_found', 404, undefined],
+      ['no_plan', 409, '5'],
+      ['node_pending', 409, '1'],
+      ['rebuilding', 503, '5'],
+      ['projection_behind', 503, '1'],
+      ['l0_incomplete', 503, '1'],
+    ] as const) {
+      const get = app(() => Promise.resolve(refusal(code)));
+      const response = await get('/v1/sessions/tenant-a/s/resume');
+      expect(response.statusCode).toBe(status);
+      expect(response.json()).toEqual({ code, message: expect.any(String) as unknown });
+      expect(response.headers['retry-after']).toBe(retry);
+    }
+  });
+
+  it('answers 503 when a dependency fails and 500 for an inconsistent state, without ids in the body', async () => {
+    const unavailable = app(() =>
+      Promise.reject(new ResumeUnavailableError('redis down for s-secret', { cause: new Error('x') })),
+    );
+    const down = await unavailable('/v1/sessions/tenant-a/s-secret/resume');
+    expect(down.statusCode).toBe(503);
+    expect(down.json<{ code: string }>().code).toBe('unavailable');
+    expect(down.body).not.toContain('s-secret');
+    const broken = app(() => Promise.reject(new TidemarkCoreError('invalid_input', 'plan of s-secret')));
+    const internal = await broken('/v1/sessions/tenant-a/s-secret/resume');
+    expect(internal.statusCode).toBe(500);
+    expect(internal.body).not.toContain('s-secret');
+  });
+
+  it('checks the token before the tenant, and the tenant before the client is asked', async () => {
+    let asked = 0;
+    const get = app(() => {
+      asked += 1;
+      return Promise.resolve(ok);
+    });
+    expect((await get('/v1/sessions/tenant-a/s/resume', null)).statusCode).toBe(401);
+    expect((await get('/v1/sessions/tenant-a/s/resume', null)).headers['www-authenticate']).toMatch(
+      /^Bearer/,
+    );
+    expect((await get('/v1/sessions/tenant-b/s/resume')).statusCode).toBe(403);
+    expect((await get('/v1/sessions/tenant-a/a%20b/resume')).statusCode).toBe(400);
+    expect(asked).toBe(0);
+    const read = await get('/v1/sessions/tenant-a/s/resume');
+    expect(read.statusCode).toBe(200);
+    expect(read.json()).toEqual(ok.ok ? ok.result : null);
+    expect(asked).toBe(1);
+  });
+
+  it('serves its OpenAPI document', async () => {
+    const response = await app(() => Promise.resolve(ok))('/openapi.json', null);
+    expect(response.statusCode).toBe(200);
+    expect(response.json<{ openapi: string }>().openapi).toMatch(/^3\./);
+  });
+});
