@@ -19,8 +19,9 @@ import type { ValidatorMetrics, WaitResult } from './metrics.js';
 
 // One fetched batch of compactions (one partition, offset order) becomes its decisions:
 //   1. load the frames of the batch's sessions and what the store knows of its compactions (1 round trip)
-//   2. wait, bounded, until each session's watermark covers the furthest boundary the batch needs
-//   3. read the state at every boundary still to decide (concurrently: pipelined by the client)
+//   2. read every session's watermark and the state at every boundary, together (pipelined by the
+//      client into one round trip); sessions whose boundaries are not all covered then wait, bounded,
+//      until their watermark covers the furthest boundary the batch needs, and are read again
 //   4. decide in order, session by session (pure core)
 //   5. record the decisions and new frames, write-ahead (1 round trip)
 //   6. publish them, in order, in one send; 7. confirm them published (1 round trip)
@@ -185,11 +186,33 @@ async function decideSessions(
   const writes: FrameWrite[] = [];
   if (toDecide.size === 0) return { byCompaction, writes };
 
-  // 2. The watermark each session must reach, waited for concurrently under one bound.
+  // 2+3, fast path: every session's watermark and every boundary's state, read together (the client
+  // pipelines them into one round trip). A boundary is decided on what was read when the state's own
+  // watermark (read atomically with it) covers it and no broken mark lies at or before it.
+  const states = new Map<string, StateAtBoundary>();
+  const lagging = new Map<string, BatchInput[]>();
+  await Promise.all(
+    [...toDecide].map(async ([key, inputs]) => {
+      const { tenantId, sessionId } = sessions.get(key)!;
+      const [watermark, read] = await Promise.all([
+        deps.projection.watermark(tenantId, sessionId),
+        Promise.all(inputs.map(({ node }) => deps.projection.stateAt(boundaryQuery(node)))),
+      ]);
+      const limit = coveredBy(watermark);
+      if (inputs.every(({ node }, i) => node.span.toSeq <= Math.min(limit, read[i]!.appliedSeq))) {
+        inputs.forEach(({ node }, i) => states.set(node.compactionId, read[i]!));
+        deps.metrics.waited('immediate', 0);
+      } else {
+        lagging.set(key, inputs);
+      }
+    }),
+  );
+
+  // 2. Slow path: the watermark each lagging session must reach, waited for concurrently, bounded.
   const waitStarted = performance.now();
   const covered = new Map<string, number>();
   await Promise.all(
-    [...toDecide].map(async ([key, inputs]) => {
+    [...lagging].map(async ([key, inputs]) => {
       const { tenantId, sessionId } = sessions.get(key)!;
       const needed = Math.max(...inputs.map((i) => i.node.span.toSeq));
       const waited = await deps.projection.waitForWatermark(
@@ -205,18 +228,14 @@ async function decideSessions(
       else {
         // Behind or broken: the boundaries the watermark does cover can still be decided. The
         // watermark is read after the wait, so every turn up to it is applied before the reads below.
-        // A broken mark (a refused turn, or a skipped change inside an applied one) makes every
-        // boundary at or past it unverifiable, however far the session was applied.
-        const { appliedSeq, broken } = await deps.projection.watermark(tenantId, sessionId);
-        covered.set(key, broken === null ? appliedSeq : Math.min(appliedSeq, broken.seq - 1));
+        covered.set(key, coveredBy(await deps.projection.watermark(tenantId, sessionId)));
       }
     }),
   );
 
-  // 3. Every boundary's state, read concurrently (the client pipelines them into one round trip).
-  const states = new Map<string, StateAtBoundary>();
+  // 3. Slow path: the state of every boundary the watermark now covers, read together.
   await Promise.all(
-    [...toDecide].flatMap(([key, inputs]) =>
+    [...lagging].flatMap(([key, inputs]) =>
       inputs.map(async ({ node }) => {
         const applied = covered.get(key)!;
         states.set(
@@ -257,6 +276,15 @@ async function decideSessions(
     });
   }
   return { byCompaction, writes };
+}
+
+/**
+ * How far a session's boundaries may be decided: its watermark, but not at or past a broken mark (a
+ * refused turn, or a skipped change inside an applied one), however far the session was applied.
+ */
+function coveredBy(watermark: { appliedSeq: number; broken: { seq: number } | null }): number {
+  const { appliedSeq, broken } = watermark;
+  return broken === null ? appliedSeq : Math.min(appliedSeq, broken.seq - 1);
 }
 
 function groupBySession(inputs: readonly BatchInput[]): Map<string, SessionWork> {

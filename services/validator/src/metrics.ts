@@ -4,7 +4,8 @@ import type { MarkerDecision } from '@tidemark/core';
 // What an operator asks of the validator: how many markers it trusts and why it refuses the others,
 // how long a compaction waits for its decision, and how often the materializer was not there in time.
 
-export type WaitResult = 'ok' | 'timeout' | 'broken' | 'rebuilding';
+/** immediate: covered when first read, no wait; the others: what a bounded wait ended with. */
+export type WaitResult = 'immediate' | 'ok' | 'timeout' | 'broken' | 'rebuilding';
 
 export interface ValidatorMetrics {
   decided(decision: MarkerDecision): void;
@@ -38,7 +39,7 @@ export function validatorMetrics(register: Registry): ValidatorMetrics {
   });
   const waits = new Counter({
     name: 'tidemark_validator_watermark_waits_total',
-    help: 'Waits for a session watermark to cover a boundary, by result (ok, timeout, broken, rebuilding).',
+    help: 'Session watermark checks, by result: immediate (covered when read), or a bounded wait that ended ok, timeout, broken or rebuilding.',
     labelNames: ['result'] as const,
     registers,
   });

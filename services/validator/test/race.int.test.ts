@@ -62,6 +62,7 @@ describe('the validator racing a lagging materializer', () => {
 
     let emitted = 0;
     let unverifiable = 0;
+    let waitedThenEmitted = 0;
     for (const { run, turns } of sessions) {
       const { sessionId } = turns[0]!;
       const reference = new Map<string, MarkerDecision>(
@@ -73,11 +74,20 @@ describe('the validator racing a lagging materializer', () => {
           emitted++;
           // Emitted only where the reference (all state present) emits, byte for byte...
           expect(canonicalJson(decision)).toBe(canonicalJson(expected));
-          // ...and only after the validator read a state the test had applied through the boundary.
-          const read = reads.find((r) => r.sessionId === sessionId && r.toSeq === decision.toSeq);
-          expect(read).toBeDefined();
-          expect(read!.appliedSeq).toBeGreaterThanOrEqual(decision.toSeq);
-          expect(read!.appliedByTest).toBeGreaterThanOrEqual(decision.toSeq - 19);
+          // ...and only after the validator read a state applied through the boundary (it may have read
+          // the boundary before, optimistically, and found it behind).
+          const usable = reads.filter(
+            (r) =>
+              r.sessionId === sessionId &&
+              r.toSeq === decision.toSeq &&
+              r.appliedSeq >= decision.toSeq &&
+              r.appliedByTest >= decision.toSeq - 19,
+          );
+          expect(usable.length).toBeGreaterThan(0);
+          const behind = reads.some(
+            (r) => r.sessionId === sessionId && r.toSeq === decision.toSeq && r.appliedSeq < decision.toSeq,
+          );
+          if (behind) waitedThenEmitted++;
           continue;
         }
         const conditions = decision.violations.map((v) => v.condition);
@@ -92,8 +102,10 @@ describe('the validator racing a lagging materializer', () => {
         expect(decision.violations).toEqual(expected.type === 'marker_invalid' ? expected.violations : []);
       }
     }
-    // Nothing was applied when the compactions were published: every emitted marker waited for its state.
+    // Nothing was applied when the compactions were published: markers were found behind, waited for,
+    // and emitted once their state had arrived.
     expect(emitted).toBeGreaterThan(0);
+    expect(waitedThenEmitted).toBeGreaterThan(0);
     expect(unverifiable).toBeGreaterThanOrEqual(0);
   });
 });

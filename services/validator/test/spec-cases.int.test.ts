@@ -170,7 +170,7 @@ describe('the validator on the observed cases', () => {
     const text = await metrics.metrics();
     for (const line of [
       'tidemark_validator_watermark_waits_total{result="timeout"} 1',
-      'tidemark_validator_watermark_waits_total{result="ok"} 1',
+      'tidemark_validator_watermark_waits_total{result="immediate"} 1',
       'tidemark_validator_violations_total{condition="unverifiable"} 1',
       'tidemark_validator_decisions_total{outcome="invalid",cause="check"} 1',
       'tidemark_validator_decisions_total{outcome="emitted",cause="check"} 1',
