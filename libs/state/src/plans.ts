@@ -12,7 +12,8 @@ import type { Redis } from 'ioredis';
 //   resume:{tenant/session}     hash: v (version), e (epoch), s (worker state JSON), p (plan JSON),
 //                               n (the compaction id the plan starts from, '' for the session start)
 //   resume-nodes:{tenant/session}  hash: compactionId -> Compaction JSON
-//   resume-ctx:{tenant/session}    hash: context key -> the first contextHash served for it (divergence check)
+//   resume-ctx:{tenant/session}    hash: context key -> the first contextHash served for it (divergence
+//                                  check); expires a week after the session's last check
 
 export interface PlanSessionRef {
   readonly tenantId: string;
@@ -55,6 +56,8 @@ interface PlanCommands {
   tidemarkResumeCommit(planKey: string, ...args: (string | number)[]): Promise<number>;
   tidemarkResumeRead(planKey: string, nodesKey: string, epochKey: string): Promise<[string, string, string]>;
 }
+
+const contextHashTtlSeconds = 7 * 24 * 3600;
 
 const script = (name: string): string => readFileSync(new URL(`../lua/${name}.lua`, import.meta.url), 'utf8');
 
@@ -185,8 +188,14 @@ export class PlanStore {
    */
   async recordContextHash(ref: PlanSessionRef, contextKey: string, contextHash: string): Promise<string> {
     const key = this.#contextKey(ref);
+    // Kept for a week after the session's last check: the hash grows with each new raw span.
     const replies = unwrap(
-      await this.#redis.multi().hsetnx(key, contextKey, contextHash).hget(key, contextKey).exec(),
+      await this.#redis
+        .multi()
+        .hsetnx(key, contextKey, contextHash)
+        .hget(key, contextKey)
+        .expire(key, contextHashTtlSeconds)
+        .exec(),
     );
     return (replies[1] as string | null) ?? contextHash;
   }

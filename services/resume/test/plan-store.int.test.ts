@@ -1,0 +1,64 @@
+import { decideResume, definePolicy, generateSession, runReference } from '@tidemark/core';
+import { PlanStore } from '@tidemark/state';
+import { redisClient } from '@tidemark/test-infra';
+import { describe, expect, it } from 'vitest';
+
+const turns = generateSession(4, { tenantId: 't', sessionId: 's', turns: 30 });
+const run = runReference(turns, { policy: definePolicy({ l1EveryTurns: 10 }) });
+const plan = decideResume({
+  tenantId: 't',
+  sessionId: 's',
+  l0Partition: 0,
+  frame: run.frame,
+  decisions: run.decisions,
+});
+const ref = { tenantId: 't', sessionId: 's' };
+
+describe('the PlanStore (real Redis)', () => {
+  it('refuses a write from a stale version and one from another epoch', async () => {
+    const { redis, prefix } = redisClient();
+    const store = new PlanStore(redis, { prefix });
+    expect(await store.load([ref])).toEqual({ ok: false, reason: 'no_epoch' });
+    const epoch = await store.establishEpoch('e1');
+    expect(await store.establishEpoch('e2')).toBe('e1');
+    const loaded = await store.load([ref]);
+    if (!loaded.ok) throw new Error('no epoch');
+    expect(loaded.sessions.get('t/s')).toEqual({ version: 0, state: null });
+
+    const write = { ...ref, version: 0, state: '{"n":1}', plan };
+    expect(await store.commit(epoch, [write])).toEqual({ ok: true });
+    // The same version again: another writer got there first (a rebalance).
+    expect(await store.commit(epoch, [write])).toEqual({ ok: false, reason: 'conflict', sessions: [ref] });
+    expect(await store.commit('e-old', [{ ...write, version: 1 }])).toEqual({
+      ok: false,
+      reason: 'epoch',
+      sessions: [ref],
+    });
+    const reloaded = await store.load([ref]);
+    expect(reloaded.ok && reloaded.sessions.get('t/s')).toEqual({ version: 1, state: '{"n":1}' });
+  });
+
+  it('reads the plan and the node it starts from in one call, and nothing once the epoch is gone', async () => {
+    const { redis, prefix } = redisClient();
+    const store = new PlanStore(redis, { prefix });
+    const epoch = await store.establishEpoch('e1');
+    expect(await store.read(ref)).toEqual({ ok: true, plan: null, node: null });
+    await store.commit(epoch, [{ ...ref, version: 0, state: '{}', plan }]);
+    expect(plan.mode).toBe('digest');
+    const nodeId = plan.mode === 'digest' ? plan.marker.compactionId : '';
+    // The plan before its node: the node reads as absent (the API answers node_pending).
+    expect(await store.read(ref)).toEqual({ ok: true, plan, node: null });
+    await store.putNodes(run.compactions);
+    const read = await store.read(ref);
+    expect(read.ok && read.node?.compactionId).toBe(nodeId);
+    expect(read.ok && read.plan).toEqual(plan);
+
+    expect(await store.recordContextHash(ref, 'k', 'h1')).toBe('h1');
+    expect(await store.recordContextHash(ref, 'k', 'h2')).toBe('h1');
+
+    await redis.del(`${prefix}resume:epoch`);
+    expect(await store.read(ref)).toEqual({ ok: false, reason: 'no_epoch' });
+    await store.clear();
+    expect(await redis.keys(`${prefix}resume*`)).toEqual([]);
+  });
+});
