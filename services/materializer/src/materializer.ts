@@ -53,6 +53,8 @@ interface RebuildProgress {
   /** Per partition, the next offset after the last record applied. */
   readonly reached: Map<number, number>;
   lastBatchAt: number;
+  /** Batches being applied right now (a slow batch is not an idle consumer). */
+  inFlight: number;
 }
 
 class MaterializerService implements Materializer {
@@ -211,6 +213,7 @@ class MaterializerService implements Materializer {
       targets: new Map(ends.map((p) => [p.partition, Number(p.high)])),
       reached: new Map(ends.map((p) => [p.partition, Number(p.low)])),
       lastBatchAt: Date.now(),
+      inFlight: 0,
     };
     this.#epoch = epoch;
     await this.#startConsumer();
@@ -256,6 +259,29 @@ class MaterializerService implements Materializer {
     const producer = this.#producer;
     // A rebuild is starting: drop the batch; the group will be reset to the beginning.
     if (epoch === null || producer === null || records.length === 0) return;
+    const progress = this.#progress?.epoch === epoch ? this.#progress : null;
+    if (progress !== null) progress.inFlight++;
+    try {
+      await this.#applyBatch(epoch, producer, records);
+    } finally {
+      if (progress !== null) progress.inFlight--;
+    }
+    if (progress !== null && this.#progress === progress) {
+      const last = records[records.length - 1]!.raw;
+      progress.reached.set(
+        last.partition,
+        Math.max(progress.reached.get(last.partition) ?? 0, last.offset + 1),
+      );
+      progress.lastBatchAt = Date.now();
+      await this.#maybeFinishRebuild();
+    }
+  }
+
+  async #applyBatch(
+    epoch: string,
+    producer: EventProducer,
+    records: DecodedRecord<TurnEvent>[],
+  ): Promise<void> {
     const started = process.hrtime.bigint();
     const applied = await this.projection.applyBatchInEpoch(
       epoch,
@@ -301,14 +327,6 @@ class MaterializerService implements Materializer {
     this.#metrics.turns('duplicate', duplicate);
     this.#metrics.turns('refused', refused);
     this.#metrics.applied(Number(process.hrtime.bigint() - started) / 1e9, records.length);
-
-    const progress = this.#progress;
-    if (progress !== null && progress.epoch === epoch) {
-      const last = records[records.length - 1]!.raw;
-      progress.reached.set(last.partition, last.offset + 1);
-      progress.lastBatchAt = Date.now();
-      await this.#maybeFinishRebuild();
-    }
   }
 
   /** A dead letter per refused turn and per skipped change, except those this process already sent. */
