@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Bus, provisionTopics, topicNames } from '@tidemark/contract';
 import {
   createLogger,
+  Gauge,
   type Logger,
   Registry,
   type ServiceComponent,
@@ -51,6 +52,17 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
   const logger = deps.logger ?? deps.host?.logger ?? createLogger('resume', config.LOG_LEVEL);
   const registry = deps.metrics ?? deps.host?.metrics ?? new Registry();
   const metrics = resumeMetrics(registry);
+  // The worker's lag on markers and compactions, asked of the broker at scrape time.
+  if (registry.getSingleMetric('tidemark_resume_consumer_lag') === undefined) {
+    new Gauge({
+      name: 'tidemark_resume_consumer_lag',
+      help: 'Records of the markers and compactions topics the resume worker has not applied yet.',
+      registers: [registry],
+      async collect() {
+        this.set((await worker?.lag().catch(() => null)) ?? 0);
+      },
+    });
+  }
   const tokens = new TokenVerifier(deps.tokens ?? tokensFromConfig(config));
   if (tokens.size === 0) logger.warn('no resume tokens configured: every API request will get 401');
 

@@ -59,6 +59,7 @@ describe('the resume service against the real stack', () => {
     const metrics = await three.host.metrics.metrics();
     expect(metrics).toMatch(/tidemark_resume_requests_total\{mode="digest",outcome="ok"\} 3/);
     expect(metrics).toMatch(/tidemark_resume_context_cache_total\{result="hit"\} 2/);
+    expect(metrics).toMatch(/tidemark_resume_consumer_lag \d+/);
     expect(metrics).not.toMatch(/tidemark_resume_divergence_checks_total\{result="mismatch"\}/);
   });
 
