@@ -55,6 +55,9 @@ declare module 'ioredis' {
   }
 }
 
+/** Turns per apply script call: bounds how long one call holds Redis (about 15 µs a turn). */
+const maxTurnsPerCall = 256;
+
 const script = (name: string): string => readFileSync(new URL(`../lua/${name}.lua`, import.meta.url), 'utf8');
 const scripts = {
   apply: script('projection-apply-turns'),
@@ -200,7 +203,10 @@ export class Projection {
     turns: readonly PositionedTurn[],
   ): (replies: readonly unknown[]) => ApplyOutcome[] {
     const plans = turns.map((positioned) => planTurn(positioned));
-    const sessions = new Map<string, { order: number; keys: SessionKeys; args: string[]; count: number }>();
+    type Call = { order: number; keys: SessionKeys; args: string[]; count: number };
+    /** The open call of each session, and every call in pipeline order. */
+    const sessions = new Map<string, Call>();
+    const calls: Call[] = [];
     /** Per plan, where its reply is: its session's order and its index in that session's reply. */
     const slots: ({ order: number; index: number } | null)[] = [];
     let marks = 0;
@@ -217,17 +223,20 @@ export class Projection {
       }
       const id = `${turn.tenantId}/${turn.sessionId}`;
       let session = sessions.get(id);
-      if (session === undefined) {
-        const keys = sessionKeys(this.#prefix, turn.tenantId, turn.sessionId);
-        session = { order: sessions.size, keys, args: [], count: 0 };
+      // A session's turns beyond a bound go to a further call (queued after it, so still in order): one
+      // script holds Redis for as long as it runs, and readers wait behind it.
+      if (session === undefined || session.count >= maxTurnsPerCall) {
+        const keys = session?.keys ?? sessionKeys(this.#prefix, turn.tenantId, turn.sessionId);
+        session = { order: calls.length, keys, args: [], count: 0 };
         sessions.set(id, session);
+        calls.push(session);
       }
       session.args.push(String(turn.seq), turn.turnId, `${partition}:${offset}`, String(plan.args.length));
       for (const arg of plan.args) session.args.push(arg);
       slots.push({ order: session.order, index: session.count++ });
     }
     // The sessions' commands follow the marks, in the order the sessions first appear.
-    for (const { keys, args } of sessions.values()) {
+    for (const { keys, args } of calls) {
       void pipeline.tidemarkProjectionApply(...applyKeys(keys), ...args);
     }
     return (replies) =>

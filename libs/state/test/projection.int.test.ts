@@ -228,6 +228,20 @@ describe('Projection', () => {
     );
   });
 
+  it('applies a long run of one session in one batch (split into several script calls) in order', async () => {
+    const { projection: store } = projection();
+    const random = seededRandom(99);
+    const turns = hostile(
+      generateSession(31, { turns: 700, sessionId: 'long-run', activity: 0.7 }),
+      random,
+      false,
+    );
+    const { fold, results } = foldTurns('tenant-a', 'long-run', turns);
+    const outcomes = await store.applyBatch(positioned(turns));
+    expect(outcomes.map((o) => o.result)).toEqual(results);
+    await expectSameState(store, fold, turns, random, 30);
+  });
+
   it('keeps sessions apart when one batch interleaves several', async () => {
     const { projection: store } = projection();
     const sessions = [1, 2, 3].map((seed) =>
