@@ -205,7 +205,7 @@ class MaterializerService implements Materializer {
     this.#consumer = null;
     if (stopped()) return;
     const epoch = await this.projection.beginRebuild(reason);
-    await resetToEarliest(admin, this.#config.MATERIALIZER_GROUP_ID, this.#logger);
+    await resetToEarliest(admin, this.#config.MATERIALIZER_GROUP_ID, this.#logger, stopped);
     const ends = await admin.fetchTopicOffsets(this.#topics.turns);
     if (stopped()) return;
     this.#progress = {
@@ -384,7 +384,12 @@ class MaterializerService implements Materializer {
  * do the same through a throwaway consumer that waits a whole fetch (5 s) before it commits. The group
  * must have no members: the caller has stopped its consumer, but the coordinator may take a moment.
  */
-async function resetToEarliest(admin: Admin, groupId: string, logger: Logger): Promise<void> {
+async function resetToEarliest(
+  admin: Admin,
+  groupId: string,
+  logger: Logger,
+  stopped: () => boolean,
+): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
       await admin.deleteGroups([groupId]);
@@ -393,7 +398,7 @@ async function resetToEarliest(admin: Admin, groupId: string, logger: Logger): P
       const groups = (error as { groups?: { error?: { type?: string } }[] }).groups ?? [];
       // Never committed anything: already at the beginning.
       if (groups.length > 0 && groups.every((g) => g.error?.type === 'GROUP_ID_NOT_FOUND')) return;
-      if (attempt >= 20) throw error;
+      if (attempt >= 20 || stopped()) throw error;
       logger.warn({ err: error, attempt }, 'resetting the group offsets failed; retrying');
       await sleep(Math.min(250 * attempt, 2_000));
     }
