@@ -13,6 +13,11 @@ export const validatorConfigSchema = z.object({
   REBUILD_LOCK_MS: z.coerce.number().int().positive().default(120_000),
   /** Compaction partitions decided at once (sessions of different partitions are independent). */
   PARTITIONS_CONCURRENTLY: z.coerce.number().int().positive().default(4),
+  /**
+   * How long the group waits for a silent validator (SIGKILLed) before its partitions move on. Above
+   * WATERMARK_TIMEOUT_MS: a batch heartbeats after its wait.
+   */
+  SESSION_TIMEOUT_MS: z.coerce.number().int().min(6_000).default(15_000),
   /** Partitions of the topics when the validator provisions them (tests, local runs). */
   TOPIC_PARTITIONS: z.coerce.number().int().positive().default(4),
 });

@@ -112,6 +112,9 @@ async function readMarkers(bus: Bus): Promise<MarkerDecision[]> {
     groupId,
     role: 'markers',
     fromBeginning: true,
+    // A re-read: what could not be decoded was dead-lettered the first time round.
+    publishDeadLetters: false,
+    maxWaitTimeInMs: 100,
     onBatch: async (records, context) => {
       const end = ends.get(context.partition) ?? 0;
       for (const record of records) {

@@ -100,6 +100,7 @@ export function createValidator(config: ValidatorConfig, deps: ValidatorDeps = {
         fromBeginning: true,
         // Partitions hold disjoint sessions: one waiting on a lagging session does not hold up the others.
         partitionsConsumedConcurrently: config.PARTITIONS_CONCURRENTLY,
+        sessionTimeout: config.SESSION_TIMEOUT_MS,
         onBatch: async (records, context) => {
           if (records.length === 0) return;
           const inputs: BatchInput[] = records.map((record) => ({
