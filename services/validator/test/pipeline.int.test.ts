@@ -84,6 +84,20 @@ describe('the validator over generated sessions', () => {
     expect(named).toBeGreaterThan(5);
   });
 
+  it('decides as one when two validators share the group (partitions split, rebalance mid-run)', async () => {
+    const h = await harness();
+    const played = play([151, 152, 153, 154], 'narrative', 280);
+    await applyAll(h, played);
+    await h.startValidator();
+    const compactions = played.flatMap((p) => p.run.compactions);
+    await h.publish(compactions.slice(0, Math.floor(compactions.length / 2)));
+    await h.startValidator(); // joins: the group rebalances while the first is deciding
+    await h.publish(compactions.slice(Math.floor(compactions.length / 2)));
+    await h.waitForMarkers(total(played));
+    await h.settled();
+    expectReference(h, played);
+  });
+
   it('yields one decision for a compaction delivered twice (same marker id, same bytes)', async () => {
     const h = await harness();
     const played = play([301], 'narrative', 240);
