@@ -92,6 +92,10 @@ class MaterializerService implements Materializer {
     // maxRetriesPerRequest null: while Redis is away, commands wait for it instead of failing the batch
     // after a few tries (a failed batch is redelivered anyway, but waiting is quieter).
     this.#redis = deps.redis ?? new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+    if (this.#ownsRedis) {
+      // ioredis reconnects by itself; a connection error is worth a line, not an unhandled event.
+      this.#redis.on('error', (error: Error) => this.#logger.warn({ err: error }, 'redis connection error'));
+    }
     this.projection = new Projection(this.#redis, { prefix: config.REDIS_PREFIX });
     this.#topics = topicNames(config.TOPIC_PREFIX);
     this.#metrics = materializerMetrics(deps.metrics ?? new Registry(), async () =>
