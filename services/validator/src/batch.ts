@@ -258,12 +258,17 @@ async function decideSessions(
       byCompaction.set(node.compactionId, step.decisions);
       decided.push({ compactionId: node.compactionId, decisions: step.decisions });
       state = step.next;
-      if (step.decisions.length > 1 || step.decisions[0]?.type === 'marker_invalid') {
-        deps.logger.debug(
-          { session: key, compactionId: node.compactionId, decisions: step.decisions.length },
-          'marker invalid',
-        );
-      }
+      const verdict = step.decisions.at(-1)!;
+      deps.logger.debug(
+        {
+          session: key,
+          compactionId: node.compactionId,
+          verdict: verdict.type,
+          conditions: verdict.type === 'marker_invalid' ? verdict.violations.map((v) => v.condition) : [],
+          depthInvalidations: step.decisions.length - 1,
+        },
+        'compaction decided',
+      );
     }
     const { tenantId, sessionId } = sessions.get(key)!;
     writes.push({
