@@ -185,7 +185,7 @@ class MaterializerService implements Materializer {
 
   async caughtUp(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    while (this.#rebuild !== null || this.#progress !== null) {
+    while (this.#rebuild !== null || this.#progress !== null || this.#retryRebuild !== null) {
       if (Date.now() > deadline) throw new Error(`the rebuild did not catch up within ${timeoutMs} ms`);
       await this.#rebuild;
       await this.#maybeFinishRebuild();
