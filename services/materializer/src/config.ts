@@ -12,8 +12,12 @@ export const materializerConfigSchema = z.object({
    * this long after joining (the end may be a transaction marker no record reaches).
    */
   REBUILD_IDLE_MS: z.coerce.number().int().positive().default(2_000),
-  /** Partitions of turns.l0 applied at once (sessions never span partitions). */
-  PARTITIONS_CONSUMED_CONCURRENTLY: z.coerce.number().int().positive().default(1),
+  /**
+   * Partitions of turns.l0 applied at once. Safe (a session never spans partitions) and faster: one
+   * partition's decoding and planning overlaps another's Redis round trip (bench/service.ts: about 1.7x
+   * with 4 over 1 on 4 partitions).
+   */
+  PARTITIONS_CONSUMED_CONCURRENTLY: z.coerce.number().int().positive().default(4),
   /**
    * How long the group waits for a member that went silent (SIGKILL) before its partitions move on: a
    * restarted materializer resumes after at most this (the broker's floor is 6 s).
