@@ -42,10 +42,12 @@
            {-3, applied, turnId}                  seq_regression
   Refusals and skipped changes mark the session broken at the turn's seq (the earliest mark is kept).
 ]]
+-- The session's watermark, read once and kept current by applyTurn as it writes it.
+local applied = tonumber(redis.call('HGET', KEYS[1], 'applied') or '0')
+
 -- One turn: its fields are ARGV[first..last].
 local function applyTurn(seqText, turnIdArg, position, first, last)
   local seq = tonumber(seqText)
-  local applied = tonumber(redis.call('HGET', KEYS[1], 'applied') or '0')
 
   local function markBroken(reason)
     local current = redis.call('HGET', KEYS[1], 'brokenSeq')
@@ -167,6 +169,7 @@ local function applyTurn(seqText, turnIdArg, position, first, last)
   redis.call('HSET', KEYS[2], seqText, turnIdArg)
   redis.call('HSET', KEYS[3], seqText, position)
   redis.call('HSET', KEYS[1], 'applied', seqText)
+  applied = seq
   if firstReason then
     markBroken(firstReason)
     redis.call('HSET', KEYS[13], seqText, table.concat(reply, ',', 3))
