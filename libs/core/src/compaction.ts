@@ -88,6 +88,21 @@ export function buildCompaction(input: CompactionInput): Compaction {
   };
 }
 
+/** A node's own summary: its narrative, claims and size. */
+export function summaryOfNode(node: Compaction): Summary {
+  return { narrative: node.narrative, claims: node.claims, tokenCount: node.tokenCount };
+}
+
+/**
+ * A node as its strict repair reads: the same node with the strict summary's narrative, claims and size
+ * (or the node itself when it was summarized strictly). What a strict summary of a digest quotes for
+ * its children, and carries forward from its prior frame, so that a repair never quotes a lossy node.
+ */
+export function asStrict(node: Compaction, strict: Summary | null): Compaction {
+  if (strict === null) return node;
+  return { ...node, narrative: strict.narrative, claims: strict.claims, tokenCount: strict.tokenCount };
+}
+
 export function markerEmitted(node: Compaction): MarkerEmitted {
   const { marker } = node;
   return {

@@ -57,10 +57,12 @@ export { stateBlock } from './summarize/render.js';
 
 export { defaultPolicy, definePolicy, planNext, priorNodeOf } from './plan.js';
 export {
+  asStrict,
   buildCompaction,
   decideMarker,
   markerEmitted,
   markerInvalid,
+  summaryOfNode,
   type CompactionInput,
 } from './compaction.js';
 export {

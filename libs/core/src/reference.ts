@@ -1,5 +1,5 @@
 import { boundaryQuery, type CheckOptions } from './check.js';
-import { buildCompaction, decideMarker } from './compaction.js';
+import { asStrict, buildCompaction, decideMarker, summaryOfNode } from './compaction.js';
 import { invalidInput } from './errors.js';
 import { type ApplyResult, SessionFold } from './fold.js';
 import { advanceFrame, invalidationsForFrame } from './frame.js';
@@ -64,27 +64,45 @@ export function runReference(turns: readonly TurnEvent[], options: ReferenceOpti
   const decisions: MarkerDecision[] = [];
   let frame: Frame | null = null;
 
+  // The strict rendition of every node compacted by a lossy summarizer: the summary its strict repair
+  // publishes. It is made with the span at hand, from the strict renditions of the node's children and
+  // prior frame, so a repaired digest never quotes a lossy child, and it depends on L0 and the policy
+  // alone (not on which nodes the validator happened to find invalid, nor when).
+  const renditions = new Map<string, Summary>();
+  const rendition = (node: Compaction): Compaction =>
+    asStrict(node, renditions.get(node.compactionId) ?? null);
+
+  const inputFor = (
+    span: { fromSeq: number; toSeq: number },
+    tier: number,
+    children: readonly string[],
+    strict: boolean,
+  ): SummaryInput => {
+    // Not the raw checkpoint's node: that depends on validator decisions, which a distributed compactor
+    // may not have yet when it compacts the next span. The prior is a function of L0 and the policy.
+    const prior = priorNodeOf(compactions, tier, span.fromSeq);
+    const priorFrame = strict && prior !== null ? rendition(prior) : prior;
+    const nodes = children.map((id) => byId.get(id)!);
+    return {
+      span:
+        tier === 1
+          ? { kind: 'turns', turns: range(span.fromSeq, span.toSeq).map((seq) => bySeq.get(seq)!) }
+          : { kind: 'nodes', nodes: strict ? nodes.map(rendition) : nodes },
+      state: fold.stateAt(summaryQuery({ tenantId, sessionId, ...span, priorFrame })),
+      priorFrame,
+      budget: policy.narrativeTokenBudget,
+    };
+  };
+
   const compact = (
     span: { fromSeq: number; toSeq: number },
     tier: number,
     children: readonly string[],
-    run: (input: SummaryInput) => Summary,
-    summarizer: string,
     repairOf: Compaction | null,
   ): Compaction => {
-    // Not the raw checkpoint's node: that depends on validator decisions, which a distributed compactor
-    // may not have yet when it compacts the next span. The prior is a function of L0 and the policy.
-    const priorFrame = priorNodeOf(compactions, tier, span.fromSeq);
-    const state = fold.stateAt(summaryQuery({ tenantId, sessionId, ...span, priorFrame }));
-    const input: SummaryInput = {
-      span:
-        tier === 1
-          ? { kind: 'turns', turns: range(span.fromSeq, span.toSeq).map((seq) => bySeq.get(seq)!) }
-          : { kind: 'nodes', nodes: children.map((id) => byId.get(id)!) },
-      state,
-      priorFrame,
-      budget: policy.narrativeTokenBudget,
-    };
+    let summary: Summary;
+    if (repairOf === null) summary = summarize(inputFor(span, tier, children, false));
+    else summary = renditions.get(repairOf.compactionId) ?? summaryOfNode(repairOf);
     const node = buildCompaction({
       tenantId,
       sessionId,
@@ -93,12 +111,15 @@ export function runReference(turns: readonly TurnEvent[], options: ReferenceOpti
       policy,
       span: { ...span, l0Partition, fromOffset: offsetOf(span.fromSeq), toOffset: offsetOf(span.toSeq) },
       children,
-      summary: run(input),
-      summarizer,
+      summary,
+      summarizer: repairOf === null ? policy.summarizer : 'strict',
       compactorVersion,
       repairOf: repairOf?.compactionId ?? null,
       attempt: repairOf === null ? 0 : repairOf.attempt + 1,
     });
+    if (node.summarizer !== 'strict') {
+      renditions.set(node.compactionId, summarizeStrict(inputFor(span, tier, children, true)));
+    }
     compactions.push(node);
     byId.set(node.compactionId, node);
     return node;
@@ -121,7 +142,7 @@ export function runReference(turns: readonly TurnEvent[], options: ReferenceOpti
       decision.type === 'marker_invalid' &&
       decision.violations.some((v) => v.condition !== 'depth' && v.condition !== 'unverifiable');
     if (repairable && node.attempt < maxRepairs) {
-      validate(compact(node.span, node.tier, node.children, summarizeStrict, 'strict', node));
+      validate(compact(node.span, node.tier, node.children, node));
     }
   };
 
@@ -138,7 +159,7 @@ export function runReference(turns: readonly TurnEvent[], options: ReferenceOpti
       const children = step.kind === 'digest' ? step.children : [];
       // Only the seqs: the step's other fields (kind, tier, children) are not part of a span.
       const span = { fromSeq: step.fromSeq, toSeq: step.toSeq };
-      validate(compact(span, step.tier, children, summarize, policy.summarizer, null));
+      validate(compact(span, step.tier, children, null));
       if (step.kind === 'summary') pending = pending.filter((t) => t.seq > step.toSeq);
     }
   }

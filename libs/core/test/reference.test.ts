@@ -95,6 +95,10 @@ describe('the reference pipeline', () => {
     expect(canonicalJson(repaired.compactions.filter((c) => c.attempt === 0))).toBe(
       canonicalJson(unrepaired.compactions),
     );
+    // A repair reads the strict renditions of its children and prior: it never quotes a lossy node.
+    for (const r of repaired.compactions.filter((c) => c.attempt > 0)) {
+      expect(r.narrative).not.toContain('explored approaches');
+    }
     // A repair is the strict summary of the same span with the same prior as the node it repairs.
     const repair = repaired.compactions.find((c) => c.attempt === 1 && c.tier === 1)!;
     const original = unrepaired.compactions.find((c) => c.compactionId === repair.repairOf)!;

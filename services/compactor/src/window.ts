@@ -1,4 +1,5 @@
 import {
+  asStrict,
   buildCompaction,
   planNext,
   priorNodeOf,
@@ -14,6 +15,7 @@ import {
   type Summarizer,
   type Summary,
   type SummaryInput,
+  type SummarySpan,
   type TurnEvent,
 } from '@tidemark/core';
 
@@ -41,10 +43,15 @@ export interface SessionWindow {
   readonly nodes: readonly Compaction[];
   /** The newest first attempt of each tier, digested or not (what priorNodeOf needs). */
   readonly priors: readonly Compaction[];
+  /**
+   * The strict renditions (core's asStrict) of those nodes and priors a lossy summarizer wrote, by id:
+   * what a strict summary quotes for them, so a repair never quotes a lossy node.
+   */
+  readonly renditions: Readonly<Record<string, Summary>>;
 }
 
 export function emptyWindow(tenantId: string, sessionId: string): SessionWindow {
-  return { tenantId, sessionId, lastSeq: 0, turns: [], nodes: [], priors: [] };
+  return { tenantId, sessionId, lastSeq: 0, turns: [], nodes: [], priors: [], renditions: {} };
 }
 
 /**
@@ -116,18 +123,19 @@ export async function advance(start: SessionWindow, context: CompactionContext):
     const step = planNext(policy, { lastSeq: window.lastSeq, turns: window.turns, nodes: window.nodes });
     if (step.kind === 'idle') return { ok: true, window, produced };
     const { tier, fromSeq, toSeq } = step;
+    const rendition = (node: Compaction) => asStrict(node, window.renditions[node.compactionId] ?? null);
     const priorFrame = priorNodeOf(window.priors, tier, fromSeq);
     const answer = await context.stateAt(summaryQuery({ tenantId, sessionId, fromSeq, toSeq, priorFrame }));
     if (!answer.ok) return { ok: false, reason: answer.reason, window, produced };
 
-    let input: SummaryInput;
+    let spanOf: (strict: boolean) => SummarySpan;
     let span: CompactionSpan;
     let children: string[];
     switch (step.kind) {
       case 'summary': {
         const covered = window.turns.filter((t) => t.seq >= fromSeq && t.seq <= toSeq);
         const turns = await context.turns(tenantId, sessionId, range(fromSeq, toSeq));
-        input = { span: { kind: 'turns', turns }, state: answer.state, priorFrame, budget: budget(policy) };
+        spanOf = () => ({ kind: 'turns', turns });
         span = {
           fromSeq,
           toSeq,
@@ -140,7 +148,7 @@ export async function advance(start: SessionWindow, context: CompactionContext):
       }
       case 'digest': {
         const nodes = step.children.map((id) => window.nodes.find((n) => n.compactionId === id)!);
-        input = { span: { kind: 'nodes', nodes }, state: answer.state, priorFrame, budget: budget(policy) };
+        spanOf = (strict) => ({ kind: 'nodes', nodes: strict ? nodes.map(rendition) : nodes });
         span = {
           fromSeq,
           toSeq,
@@ -157,6 +165,12 @@ export async function advance(start: SessionWindow, context: CompactionContext):
       }
     }
 
+    const input: SummaryInput = {
+      span: spanOf(false),
+      state: answer.state,
+      priorFrame,
+      budget: budget(policy),
+    };
     const began = performance.now();
     const summary = await context.summarizer.summarize(input);
     context.observe?.(tier, (performance.now() - began) / 1000);
@@ -174,15 +188,44 @@ export async function advance(start: SessionWindow, context: CompactionContext):
       repairOf: null,
       attempt: 0,
     });
-    // The strict summary is computed now, while the span's turns are at hand: a repair, later, needs
-    // only it (the state it is built from is the log's as of toSeq, which never changes).
-    produced.push({ node, strict: context.summarizer.name === 'strict' ? null : summarizeStrict(input) });
+    // The strict rendition is made now, while the span's turns are at hand: a repair, later, needs only
+    // it (the state it is built from is the log's as of toSeq, which never changes). It reads the strict
+    // renditions of the children and the prior, as core's reference does.
+    let strict: Summary | null = null;
+    if (context.summarizer.name !== 'strict') {
+      const strictPrior = priorFrame === null ? null : rendition(priorFrame);
+      let state = answer.state;
+      if (strictPrior !== priorFrame) {
+        const again = await context.stateAt(
+          summaryQuery({ tenantId, sessionId, fromSeq, toSeq, priorFrame: strictPrior }),
+        );
+        if (!again.ok) return { ok: false, reason: again.reason, window, produced };
+        state = again.state;
+      }
+      strict = summarizeStrict({
+        span: spanOf(true),
+        state,
+        priorFrame: strictPrior,
+        budget: budget(policy),
+      });
+    }
+    produced.push({ node, strict });
     const digested = new Set(children);
+    const nodes = [...window.nodes.filter((n) => !digested.has(n.compactionId)), node];
+    const priors = [...window.priors.filter((n) => n.tier !== tier), node];
+    const kept = new Set([...nodes, ...priors].map((n) => n.compactionId));
+    const renditions = Object.fromEntries(
+      Object.entries({
+        ...window.renditions,
+        ...(strict === null ? {} : { [node.compactionId]: strict }),
+      }).filter(([id]) => kept.has(id)),
+    );
     window = {
       ...window,
       turns: step.kind === 'summary' ? window.turns.filter((t) => t.seq > toSeq) : window.turns,
-      nodes: [...window.nodes.filter((n) => !digested.has(n.compactionId)), node],
-      priors: [...window.priors.filter((n) => n.tier !== tier), node],
+      nodes,
+      priors,
+      renditions,
     };
   }
 }
