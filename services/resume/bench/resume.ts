@@ -231,15 +231,23 @@ async function main(): Promise<void> {
     `(raw span: turns 1..1000 over ${span} offsets of turns.l0, interleaved with another session; target: digest p99 ≤ 10 ms)`,
   );
 
+  step('tearing down');
   await reader.close();
+  step('reader closed');
   await host.close();
+  step('host closed');
   await service.stop();
+  step('service stopped');
   await admin.deleteTopics({ topics: Object.values(topics) }).catch(() => undefined);
   await admin.disconnect();
   const keys = await redis.keys(`${config.REDIS_PREFIX}*`);
   if (keys.length > 0) await redis.del(...keys);
   redis.disconnect();
   await bus.disconnect();
+  step('done');
 }
 
 await main();
+// A benchmark script: the figures are printed and everything was closed; exit rather than wait for a
+// client library's idle keep-alive sockets to time out.
+process.exit(0);
