@@ -59,7 +59,10 @@ export class CompactorStore {
     const results = unwrap(await pipeline.exec());
     const windows = refs.map((ref, index) => {
       const raw = results[index + 1] as string | null;
-      return raw === null ? emptyWindow(ref.tenantId, ref.sessionId) : (JSON.parse(raw) as SessionWindow);
+      if (raw === null) return emptyWindow(ref.tenantId, ref.sessionId);
+      const window = JSON.parse(raw) as Omit<SessionWindow, 'renditions'> & Partial<SessionWindow>;
+      // A window written before renditions existed reads as having none.
+      return { ...window, renditions: window.renditions ?? {} };
     });
     return { epoch: results[0] === 1, windows };
   }
