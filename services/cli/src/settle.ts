@@ -1,6 +1,7 @@
 import {
   decideResume,
   runReference,
+  trustedMarkers,
   type MarkerDecision,
   type Policy,
   type ReferenceRun,
@@ -44,17 +45,33 @@ export function referenceOf(run: SessionRun): ReferenceRun {
   });
 }
 
+/**
+ * The journal holds what the references produce: every compaction (same ids), a decision for every
+ * marker, and the same markers trusted in the end. Exact decision sequences may differ: a strict repair
+ * of an L1 span can reach the validator before or after the digest that moves the frame above it, and is
+ * then invalid for depth either way (on its check, or right after it); what a resume trusts is the same.
+ */
 function holds(journal: SessionJournal, references: readonly ReferenceRun[]): boolean {
   const compactions = new Set(journal.compactions.map((c) => c.compactionId));
-  const decisions = new Set(journal.decisions.map(decisionIdentity));
-  return references.every(
-    (reference) =>
-      reference.compactions.every((c) => compactions.has(c.compactionId)) &&
-      // A later generation's depth invalidations of earlier markers depend on both runs; its own
-      // decisions on its nodes are exact.
-      reference.decisions
-        .filter((d) => d.type === 'marker_emitted' || d.cause === 'check' || references.length === 1)
-        .every((d) => decisions.has(decisionIdentity(d))),
+  const decided = new Set(journal.decisions.map((d) => d.markerId));
+  const last = references[references.length - 1]!;
+  const lastMarkers = new Set(last.decisions.map((d) => d.markerId));
+  const trusted = (decisions: readonly MarkerDecision[]) =>
+    new Set(
+      trustedMarkers(decisions)
+        .map((d) => d.markerId)
+        .filter((id) => lastMarkers.has(id)),
+    );
+  const want = trusted(last.decisions);
+  const have = trusted(journal.decisions);
+  return (
+    references.every(
+      (reference) =>
+        reference.compactions.every((c) => compactions.has(c.compactionId)) &&
+        reference.decisions.every((d) => decided.has(d.markerId)),
+    ) &&
+    want.size === have.size &&
+    [...want].every((id) => have.has(id))
   );
 }
 
