@@ -34,9 +34,14 @@ describe('the compactor', () => {
       const collected = await collectCompactions(s.bus);
       // Half before the compactor starts, half while it runs: batches of any shape give the same bytes.
       await s.publish(turns.slice(0, 100));
-      await runCompactor(s.config());
+      const { metrics } = await runCompactor(s.config());
       await s.publish(turns.slice(100));
       await collected.waitFor(hasIds(reference.compactions.map((c) => c.compactionId)));
+      const counted = (await metrics.getSingleMetric('tidemark_compactor_compactions_total')?.get())?.values;
+      expect(counted?.map((v) => [v.labels.tier, v.labels.kind, v.value]).sort()).toEqual([
+        ['1', 'first', 5],
+        ['2', 'first', 1],
+      ]);
       const published = [...distinct(collected.all).values()];
       expect(published.filter((c) => c.tier === 1).map((c) => [c.span.fromSeq, c.span.toSeq])).toEqual([
         [1, 40],
