@@ -37,11 +37,20 @@ describe('the compactor', () => {
       const { metrics } = await runCompactor(s.config());
       await s.publish(turns.slice(100));
       await collected.waitFor(hasIds(reference.compactions.map((c) => c.compactionId)));
-      const counted = (await metrics.getSingleMetric('tidemark_compactor_compactions_total')?.get())?.values;
-      expect(counted?.map((v) => [v.labels.tier, v.labels.kind, v.value]).sort()).toEqual([
+      // Counted once the batch's windows are committed, a moment after the compactions are visible.
+      const counted = async () =>
+        ((await metrics.getSingleMetric('tidemark_compactor_compactions_total')?.get())?.values ?? [])
+          .map((v) => [v.labels.tier, v.labels.kind, v.value])
+          .sort();
+      const expected = [
         ['1', 'first', 5],
         ['2', 'first', 1],
-      ]);
+      ];
+      const deadline = Date.now() + 10_000;
+      while (JSON.stringify(await counted()) !== JSON.stringify(expected) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(await counted()).toEqual(expected);
       const published = [...distinct(collected.all).values()];
       expect(published.filter((c) => c.tier === 1).map((c) => [c.span.fromSeq, c.span.toSeq])).toEqual([
         [1, 40],
