@@ -1,5 +1,5 @@
 import { runDemo, type SessionOutcome } from '@tidemark/cli';
-import type { MarkerInvalid } from '@tidemark/core';
+import { trustedMarkers, type MarkerInvalid } from '@tidemark/core';
 import { loadScenarios } from '@tidemark/scenarios';
 import { createLogger } from '@tidemark/service';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -123,6 +123,19 @@ describe('a replay under a tighter budget', () => {
     expect(
       depthInvalid.every((d) => d.type === 'marker_invalid' && d.violations[0]?.condition === 'depth'),
     ).toBe(true);
+    // Nodes of the new generation that arrive below its frame are invalid for depth on their own check.
+    const belowFrame = o.journal.decisions.filter(
+      (d) => d.type === 'marker_invalid' && d.cause === 'check' && d.generation === 2,
+    );
+    expect(belowFrame.length).toBeGreaterThan(0);
+    expect(
+      belowFrame.every(
+        (d) => d.type === 'marker_invalid' && d.violations.every((v) => v.condition === 'depth'),
+      ),
+    ).toBe(true);
+    expect(trustedMarkers(o.journal.decisions).map((d) => d.depth)).toEqual(
+      trustedMarkers(o.journal.decisions).map(() => 3),
+    );
     expect(o.resume.ok && o.resume.result.frame).toMatchObject({ depth: 3, generation: 2 });
     expect(o.resume.ok && o.resume.result.mode).toBe('digest');
   });

@@ -35,7 +35,10 @@ export function policyOverridesOf(scenarios: readonly ScenarioSession[]): string
 }
 
 export async function runDemo(pipeline: Pipeline, options: DemoOptions): Promise<SessionOutcome[]> {
-  const config = parseConfig(z.object(commonConfig), options.env);
+  const config = parseConfig(
+    z.object({ ...commonConfig, MAX_REPAIRS: z.coerce.number().int().min(0).default(1) }),
+    options.env,
+  );
   const say = options.progress ?? ((line: string) => process.stderr.write(`${line}\n`));
   const timeout = options.settleTimeoutMs ?? 60_000;
   const { scenarios } = options;
@@ -64,7 +67,10 @@ export async function runDemo(pipeline: Pipeline, options: DemoOptions): Promise
     const outcomes: SessionOutcome[] = [];
     for (const scenario of scenarios) {
       const { tenantId, sessionId, turns } = scenario;
-      const runs: SessionRun[] = [{ tenantId, sessionId, turns, policy: definePolicy(scenario.policy) }];
+      const maxRepairs = config.MAX_REPAIRS;
+      const runs: SessionRun[] = [
+        { tenantId, sessionId, turns, policy: definePolicy(scenario.policy), maxRepairs },
+      ];
       say(`waiting for ${tenantId}/${sessionId} to settle…`);
       let settled = await settle(journal, pipeline, runs, timeout);
 
@@ -86,7 +92,7 @@ export async function runDemo(pipeline: Pipeline, options: DemoOptions): Promise
           logger: options.logger,
         });
         say(`replay wrote ${result.compactions} compactions from ${result.turns} turns`);
-        runs.push({ tenantId, sessionId, turns, policy, generation: 2 });
+        runs.push({ tenantId, sessionId, turns, policy, generation: 2, maxRepairs });
         settled = await settle(journal, pipeline, runs, timeout);
       }
 
