@@ -149,11 +149,11 @@ const routine: readonly { readonly tool: string; readonly ask: string; readonly 
   {
     tool: 'read_file',
     ask: 'Reading {file} to see how {topic} is handled.',
-    answer: '{file}: 214 lines; the {topic} path is in the second half.',
+    answer: '{file}: 214 lines; the code for {topic} is in the second half.',
   },
   {
     tool: 'grep',
-    ask: 'Searching the tree for other callers of the {topic} code.',
+    ask: 'Searching the tree for other callers of the code for {topic}.',
     answer: '7 matches in 4 files; none outside {file}.',
   },
   {
@@ -163,7 +163,7 @@ const routine: readonly { readonly tool: string; readonly ask: string; readonly 
   },
   {
     tool: 'edit_file',
-    ask: 'Tidying {file}: naming and a comment on the {topic} branch.',
+    ask: 'Tidying {file}: naming and a comment on the branch for {topic}.',
     answer: 'Edited {file} (+6 −3).',
   },
   { tool: 'lint', ask: 'Linting the files touched so far.', answer: 'No problems found.' },

@@ -61,7 +61,7 @@ function startCommand(env: Env): Command {
       integer(0),
       7400,
     )
-    .option('--log-level <level>', 'service log level (logs go to stderr)', 'warn')
+    .option('--log-level <level>', 'service log level (logs go to stderr)', 'error')
     .action(async (flags: { follow: boolean; demo: boolean; port: number; logLevel: string }) => {
       const scenarios = loadScenarios();
       const runEnv = await demoEnv({ LOG_LEVEL: flags.logLevel, ...env }, scenarios);
@@ -94,6 +94,15 @@ function startCommand(env: Env): Command {
           );
           write('');
           failed ||= !same || !outcome.matchesReference;
+        }
+      }
+      if (flags.demo) {
+        const sample = scenarios.find((s) => s.sessionId === 'migration-lossy') ?? scenarios[0];
+        if (sample !== undefined) {
+          const ref = `${sample.tenantId}/${sample.sessionId}`;
+          write(
+            `Next: pnpm tidemark inspect ${ref} · pnpm tidemark resume ${ref} · npm start -- --follow (keeps the resume API up)`,
+          );
         }
       }
       if (flags.follow) {

@@ -91,7 +91,12 @@ export async function runDemo(pipeline: Pipeline, options: DemoOptions): Promise
           progress: 'none',
           logger: options.logger,
         });
-        say(`replay wrote ${result.compactions} compactions from ${result.turns} turns`);
+        say(
+          `replay read ${result.turns} turns and wrote ${result.compactions} new compactions` +
+            (result.compactions === 0
+              ? ' (this generation was already replayed: same ids, nothing new)'
+              : ''),
+        );
         runs.push({ tenantId, sessionId, turns, policy, generation: 2, maxRepairs });
         settled = await settle(journal, pipeline, runs, timeout);
       }
