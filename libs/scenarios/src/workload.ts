@@ -43,7 +43,11 @@ export interface ResumeObservation {
   readonly plan: ResumePlan;
   /** The contextHash of each of several independent resumes of the same plan. */
   readonly contextHashes: readonly string[];
-  readonly invalidAtFirstCheck: number;
+  /** First-attempt markers whose check found lost or false state (closure, retention, artifacts, unverifiable). */
+  readonly lossyAtFirstCheck: number;
+  /** First-attempt markers whose check failed on depth alone (the frame had moved above them). */
+  readonly belowFrameAtFirstCheck: number;
+  /** First-attempt markers (nodes the summarizer wrote, repairs not counted). */
   readonly markers: number;
 }
 
@@ -56,14 +60,17 @@ export interface FallbackFigures {
   /** Sessions whose repeated resumes did not all give one contextHash. Must be zero. */
   readonly divergentSessions: number;
   readonly markers: number;
-  /** Markers whose first decision (before any repair) was invalid, over all markers. */
-  readonly invalidAtFirstCheckRate: number;
+  /** First-attempt markers whose check found lost or false state, over all first-attempt markers. */
+  readonly lossyRate: number;
+  /** First-attempt markers invalid for depth alone, over all first-attempt markers. */
+  readonly belowFrameRate: number;
 }
 
 export function fallbackFigures(observations: readonly ResumeObservation[]): FallbackFigures {
   const raw = observations.filter((o) => o.plan.mode === 'raw').length;
   const markers = observations.reduce((sum, o) => sum + o.markers, 0);
-  const invalid = observations.reduce((sum, o) => sum + o.invalidAtFirstCheck, 0);
+  const lossy = observations.reduce((sum, o) => sum + o.lossyAtFirstCheck, 0);
+  const below = observations.reduce((sum, o) => sum + o.belowFrameAtFirstCheck, 0);
   return {
     sessions: observations.length,
     digestResumes: observations.length - raw,
@@ -71,6 +78,7 @@ export function fallbackFigures(observations: readonly ResumeObservation[]): Fal
     fallbackRate: observations.length === 0 ? 0 : raw / observations.length,
     divergentSessions: observations.filter((o) => new Set(o.contextHashes).size > 1).length,
     markers,
-    invalidAtFirstCheckRate: markers === 0 ? 0 : invalid / markers,
+    lossyRate: markers === 0 ? 0 : lossy / markers,
+    belowFrameRate: markers === 0 ? 0 : below / markers,
   };
 }

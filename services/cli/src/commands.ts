@@ -207,7 +207,7 @@ function reportCommand(env: Env): Command {
         const policies: Policy[] = flags.summarizers
           .split(',')
           .map((summarizer) => definePolicy({ summarizer: summarizer.trim() }));
-        const logger = createLogger('tidemark', 'warn');
+        const logger = createLogger('tidemark', 'error');
         const result = await runFallbackReport({
           env: { ...env, MAX_REPAIRS: String(flags.maxRepairs) },
           logger,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createPublisher, sessionKey } from '@tidemark/contract';
-import type { Policy } from '@tidemark/core';
+import type { MarkerInvalid, Policy } from '@tidemark/core';
 import {
   fallbackFigures,
   generateWorkload,
@@ -111,16 +111,21 @@ export async function runFallbackReport(options: FallbackReportOptions): Promise
         );
         if (!settled.matchesReference) mismatches += 1;
         if (settled.resume.ok && settled.resumeAgain.ok) {
+          const firstAttempts = new Set(
+            settled.journal.compactions.filter((c) => c.attempt === 0).map((c) => c.compactionId),
+          );
+          const firstChecks = settled.journal.decisions.filter(
+            (d): d is MarkerInvalid =>
+              d.type === 'marker_invalid' && d.cause === 'check' && firstAttempts.has(d.compactionId),
+          );
+          const depthOnly = (d: MarkerInvalid) => d.violations.every((v) => v.condition === 'depth');
           observations.push({
             sessionId: sessionIdOf(turns),
             plan: settled.resume.context.plan,
             contextHashes: [settled.resume.result.contextHash, settled.resumeAgain.result.contextHash],
-            invalidAtFirstCheck: settled.journal.decisions.filter(
-              (d) => d.type === 'marker_invalid' && d.cause === 'check',
-            ).length,
-            markers: new Set(
-              settled.journal.compactions.filter((c) => c.attempt === 0).map((c) => c.compactionId),
-            ).size,
+            lossyAtFirstCheck: firstChecks.filter((d) => !depthOnly(d)).length,
+            belowFrameAtFirstCheck: firstChecks.filter(depthOnly).length,
+            markers: firstAttempts.size,
           });
         } else {
           mismatches += 1;
@@ -180,12 +185,16 @@ export function formatFallbackReport(report: FallbackReport, command: string): s
   const lines = [
     `Fallback report — ${w.sessions ?? 50} sessions × ${w.turns ?? 200} turns per summarizer, max repairs ${report.maxRepairs}, rates ${JSON.stringify(w.rates ?? {})}`,
     '',
-    '| summarizer | sessions | markers | invalid at first check | digest resumes | raw fallbacks | fallback rate | divergent sessions | differs from reference |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| summarizer | sessions | markers | lossy at first check | below the frame at first check | digest resumes | raw fallbacks | fallback rate | divergent sessions | differs from reference |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...report.rows.map(
       ({ summarizer, figures: f, mismatches }) =>
-        `| ${summarizer} | ${f.sessions} | ${f.markers} | ${percent(f.invalidAtFirstCheckRate)} | ${f.digestResumes} | ${f.rawResumes} | ${percent(f.fallbackRate)} | ${f.divergentSessions} | ${mismatches} |`,
+        `| ${summarizer} | ${f.sessions} | ${f.markers} | ${percent(f.lossyRate)} | ${percent(f.belowFrameRate)} | ${f.digestResumes} | ${f.rawResumes} | ${percent(f.fallbackRate)} | ${f.divergentSessions} | ${mismatches} |`,
     ),
+    '',
+    'lossy: the summary lost or falsified state (closure, retention, artifacts); below the frame: valid content, but a digest had',
+    'already moved the frame above it (depth). Raw fallback: the newest marker at the frame depth is not trusted, so the session',
+    'resumes from the raw checkpoint. Divergent: two resumes of one session gave different contextHashes (must be 0).',
     '',
     `(${report.seconds.toFixed(1)} s; command: pnpm tidemark ${command})`,
   ];
