@@ -188,17 +188,10 @@ export class SessionFold {
   }
 
   #applyChange(change: StateChange, seq: number): Omit<ChangeRejection, 'index'> | null {
+    const malformed = validateChange(change);
+    if (malformed !== null) return malformed;
     switch (change.type) {
       case 'item_opened': {
-        if (!nonEmpty(change.itemId)) {
-          return { reason: 'missing_ids', message: 'item_opened without an itemId' };
-        }
-        if (!ItemKindSymbols.includes(change.kind)) {
-          return {
-            reason: 'invalid_event',
-            message: `item ${change.itemId}: unknown kind ${String(change.kind)}`,
-          };
-        }
         if (this.#items.has(change.itemId)) {
           return { reason: 'duplicate_item', message: `item ${change.itemId} was already opened` };
         }
@@ -215,15 +208,6 @@ export class SessionFold {
         return null;
       }
       case 'item_closed': {
-        if (!nonEmpty(change.itemId)) {
-          return { reason: 'missing_ids', message: 'item_closed without an itemId' };
-        }
-        if (!ItemOutcomeSymbols.includes(change.outcome)) {
-          return {
-            reason: 'invalid_event',
-            message: `item ${change.itemId}: unknown outcome ${String(change.outcome)}`,
-          };
-        }
         const item = this.#items.get(change.itemId);
         if (item === undefined) {
           return { reason: 'unknown_item', message: `item ${change.itemId} was never opened` };
@@ -238,22 +222,6 @@ export class SessionFold {
         return null;
       }
       case 'item_disposed': {
-        if (!nonEmpty(change.itemKey)) {
-          return { reason: 'missing_ids', message: 'item_disposed without an itemKey' };
-        }
-        if (!DispositionSymbols.includes(change.disposition)) {
-          return {
-            reason: 'invalid_event',
-            message: `${change.itemKey}: unknown disposition ${String(change.disposition)}`,
-          };
-        }
-        const superseded = change.disposition === 'superseded';
-        if (superseded !== nonEmpty(change.supersededBy)) {
-          return {
-            reason: 'invalid_event',
-            message: `${change.itemKey}: supersededBy is required for superseded and only for it`,
-          };
-        }
         const fact: DispositionFact = {
           itemKey: change.itemKey,
           disposition: change.disposition,
@@ -269,15 +237,6 @@ export class SessionFold {
         return null;
       }
       case 'artifact_recorded': {
-        if (!nonEmpty(change.path)) {
-          return { reason: 'missing_ids', message: 'artifact_recorded without a path' };
-        }
-        if (!ArtifactActionSymbols.includes(change.action)) {
-          return {
-            reason: 'invalid_event',
-            message: `${change.path}: unknown action ${String(change.action)}`,
-          };
-        }
         appendTo(this.#artifacts, change.path, {
           path: change.path,
           action: change.action,
@@ -365,6 +324,70 @@ export class SessionFold {
 }
 
 /** Folds turns, in the order given, into a new SessionFold; each turn's result is reported. */
+/**
+ * The checks of a change that need no state: ids present, enum values known, supersededBy exactly for
+ * superseded. The fold runs them first; a store that applies changes elsewhere (the Redis projection)
+ * runs the same function, so both refuse the same changes with the same messages.
+ */
+export function validateChange(change: StateChange): Omit<ChangeRejection, 'index'> | null {
+  switch (change.type) {
+    case 'item_opened':
+      if (!nonEmpty(change.itemId))
+        return { reason: 'missing_ids', message: 'item_opened without an itemId' };
+      if (!ItemKindSymbols.includes(change.kind)) {
+        return {
+          reason: 'invalid_event',
+          message: `item ${change.itemId}: unknown kind ${String(change.kind)}`,
+        };
+      }
+      return null;
+    case 'item_closed':
+      if (!nonEmpty(change.itemId))
+        return { reason: 'missing_ids', message: 'item_closed without an itemId' };
+      if (!ItemOutcomeSymbols.includes(change.outcome)) {
+        return {
+          reason: 'invalid_event',
+          message: `item ${change.itemId}: unknown outcome ${String(change.outcome)}`,
+        };
+      }
+      return null;
+    case 'item_disposed':
+      if (!nonEmpty(change.itemKey)) {
+        return { reason: 'missing_ids', message: 'item_disposed without an itemKey' };
+      }
+      if (!DispositionSymbols.includes(change.disposition)) {
+        return {
+          reason: 'invalid_event',
+          message: `${change.itemKey}: unknown disposition ${String(change.disposition)}`,
+        };
+      }
+      if ((change.disposition === 'superseded') !== nonEmpty(change.supersededBy)) {
+        return {
+          reason: 'invalid_event',
+          message: `${change.itemKey}: supersededBy is required for superseded and only for it`,
+        };
+      }
+      return null;
+    case 'artifact_recorded':
+      if (!nonEmpty(change.path))
+        return { reason: 'missing_ids', message: 'artifact_recorded without a path' };
+      if (!ArtifactActionSymbols.includes(change.action)) {
+        return {
+          reason: 'invalid_event',
+          message: `${change.path}: unknown action ${String(change.action)}`,
+        };
+      }
+      return null;
+    default: {
+      const unknown: never = change;
+      return {
+        reason: 'invalid_event',
+        message: `unknown change type ${String((unknown as { type?: unknown }).type)}`,
+      };
+    }
+  }
+}
+
 export function foldTurns(
   tenantId: string,
   sessionId: string,

@@ -21,6 +21,7 @@ export { estimateTokens, fitToBudget } from './tokens.js';
 export {
   foldTurns,
   SessionFold,
+  validateChange,
   validateTurn,
   type ApplyResult,
   type ChangeRejection,
@@ -72,7 +73,7 @@ export {
   rawCheckpoint,
   trustedMarkers,
 } from './frame.js';
-export { buildResumeContext, decideResume, type ResumeDecisionInput } from './resume.js';
+export { buildResumeContext, decideResume, planNodeId, type ResumeDecisionInput } from './resume.js';
 
 export {
   defaultGeneratorRates,

@@ -77,7 +77,7 @@ export function buildResumeContext(input: {
   readonly turns: readonly TurnEvent[];
 }): ResumeContext {
   const { plan, node, turns } = input;
-  const nodeId = nodeIdOf(plan);
+  const nodeId = planNodeId(plan);
   if ((node?.compactionId ?? null) !== nodeId) {
     throw invalidInput(
       `the plan starts from ${nodeId ?? 'the session start'}, not from ${node?.compactionId ?? 'no node'}`,
@@ -118,7 +118,8 @@ export function buildResumeContext(input: {
   return { plan, messages, canonical, contextHash: contextHashOf(canonical) };
 }
 
-function nodeIdOf(plan: ResumePlan): string | null {
+/** The compaction a plan starts from: the marker's node (digest), the checkpoint's node or null (raw). */
+export function planNodeId(plan: ResumePlan): string | null {
   switch (plan.mode) {
     case 'digest':
       return plan.marker.compactionId;

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Compaction, ResumePlan } from '@tidemark/core';
+import { planNodeId, type Compaction, type ResumePlan } from '@tidemark/core';
 import type { Redis } from 'ioredis';
 
 // The resume worker's state in Redis: per session, the decision history a plan needs (opaque JSON the
@@ -222,19 +222,8 @@ export function planSessionKey(ref: PlanSessionRef): string {
   return `${ref.tenantId}/${ref.sessionId}`;
 }
 
-/** The compaction a plan starts from: the marker's node (digest), the checkpoint's node or null (raw). */
-export function planNodeId(plan: ResumePlan): string | null {
-  switch (plan.mode) {
-    case 'digest':
-      return plan.marker.compactionId;
-    case 'raw':
-      return plan.checkpoint.compactionId;
-    default: {
-      const never: never = plan;
-      throw new Error(`unknown plan ${JSON.stringify(never)}`);
-    }
-  }
-}
+/** The compaction a plan starts from (core's rule, re-exported for the store's readers). */
+export { planNodeId };
 
 function unwrap(results: [Error | null, unknown][] | null): unknown[] {
   if (results === null) throw new Error('redis pipeline was discarded');

@@ -1,11 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import {
-  ArtifactActionSymbols,
+  validateChange,
   compareText,
-  DispositionSymbols,
-  ItemKindSymbols,
-  ItemOutcomeSymbols,
   TidemarkCoreError,
   validateTurn,
   type ApplyResult,
@@ -533,7 +530,7 @@ function planTurn(positioned: PositionedTurn): TurnPlan {
   const args: string[] = [];
   const stateless = new Map<number, string>();
   turn.changes.forEach((change, index) => {
-    const problem = statelessCheck(change);
+    const problem = validateChange(change);
     if (problem !== null) {
       stateless.set(index, problem.message);
       args.push('R', String(index), problem.reason, '', '', '');
@@ -542,66 +539,6 @@ function planTurn(positioned: PositionedTurn): TurnPlan {
     args.push(...changeArgs(change, index, turn.seq));
   });
   return { kind: 'script', positioned, args, stateless };
-}
-
-/** The checks of SessionFold's #applyChange that do not depend on state, with the same messages. */
-function statelessCheck(change: StateChange): { reason: ChangeRejectionReason; message: string } | null {
-  switch (change.type) {
-    case 'item_opened':
-      if (!nonEmpty(change.itemId))
-        return { reason: 'missing_ids', message: 'item_opened without an itemId' };
-      if (!ItemKindSymbols.includes(change.kind)) {
-        return {
-          reason: 'invalid_event',
-          message: `item ${change.itemId}: unknown kind ${String(change.kind)}`,
-        };
-      }
-      return null;
-    case 'item_closed':
-      if (!nonEmpty(change.itemId))
-        return { reason: 'missing_ids', message: 'item_closed without an itemId' };
-      if (!ItemOutcomeSymbols.includes(change.outcome)) {
-        return {
-          reason: 'invalid_event',
-          message: `item ${change.itemId}: unknown outcome ${String(change.outcome)}`,
-        };
-      }
-      return null;
-    case 'item_disposed':
-      if (!nonEmpty(change.itemKey)) {
-        return { reason: 'missing_ids', message: 'item_disposed without an itemKey' };
-      }
-      if (!DispositionSymbols.includes(change.disposition)) {
-        return {
-          reason: 'invalid_event',
-          message: `${change.itemKey}: unknown disposition ${String(change.disposition)}`,
-        };
-      }
-      if ((change.disposition === 'superseded') !== nonEmpty(change.supersededBy)) {
-        return {
-          reason: 'invalid_event',
-          message: `${change.itemKey}: supersededBy is required for superseded and only for it`,
-        };
-      }
-      return null;
-    case 'artifact_recorded':
-      if (!nonEmpty(change.path))
-        return { reason: 'missing_ids', message: 'artifact_recorded without a path' };
-      if (!ArtifactActionSymbols.includes(change.action)) {
-        return {
-          reason: 'invalid_event',
-          message: `${change.path}: unknown action ${String(change.action)}`,
-        };
-      }
-      return null;
-    default: {
-      const unknown: never = change;
-      return {
-        reason: 'invalid_event',
-        message: `unknown change type ${String((unknown as { type?: unknown }).type)}`,
-      };
-    }
-  }
 }
 
 /** The script's six fields for one (statelessly valid) change. */

@@ -1,6 +1,7 @@
 import { replayCommand } from '@tidemark/compactor';
 import { definePolicy, type Policy } from '@tidemark/core';
-import { createResumeClient } from '@tidemark/resume';
+import { createResumeClient, type ResumeLibraryClient } from '@tidemark/resume';
+import type { Bus } from '@tidemark/contract';
 import { loadScenarios, type ScenarioSession } from '@tidemark/scenarios';
 import { commonConfig, createLogger, parseConfig, z } from '@tidemark/service';
 import { Command, InvalidArgumentError } from 'commander';
@@ -117,58 +118,60 @@ function startCommand(env: Env): Command {
     });
 }
 
+type SessionRef = { tenantId: string; sessionId: string };
+
+/** Runs `use` with a bus and an in-process resume client on the configured stack, and closes both. */
+async function withResumeClient<T>(
+  env: Env,
+  use: (bus: Bus, client: ResumeLibraryClient) => Promise<T>,
+): Promise<T> {
+  const config = parseConfig(z.object(commonConfig), env);
+  const bus = await provision(env, createLogger('tidemark', 'error'));
+  const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 });
+  const client = createResumeClient({ redis, redisPrefix: config.REDIS_PREFIX, bus });
+  try {
+    return await use(bus, client);
+  } finally {
+    await client.close();
+    redis.disconnect();
+    await bus.disconnect();
+  }
+}
+
 function inspectCommand(env: Env): Command {
   return new Command('inspect')
     .description("Print a session's compactions, marker decisions and resume plan, readably.")
     .argument('<tenant/session>', 'the session, e.g. acme/migration-lossy', sessionArgument)
-    .action(async (ref: { tenantId: string; sessionId: string }) => {
-      const config = parseConfig(z.object(commonConfig), env);
-      const logger = createLogger('tidemark', 'warn');
-      const bus = await provision(env, logger);
-      const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 });
-      try {
+    .action((ref: SessionRef) =>
+      withResumeClient(env, async (bus, client) => {
         note('reading the compactions and markers topics…');
         const journal = await Journal.open(bus, [`${ref.tenantId}/${ref.sessionId}`]);
         await journal.caughtUp();
         await journal.close();
-        const client = createResumeClient({ redis, redisPrefix: config.REDIS_PREFIX, bus });
         const resume = await client.resume(ref.tenantId, ref.sessionId);
-        await client.close();
         const entry = journal.session(ref.tenantId, ref.sessionId);
         const turns = resume.ok ? resume.result.rawToSeq : 0;
         write(formatSessionReport({ ...ref, turns, journal: entry, resume }));
         if (!resume.ok && resume.code === 'session_not_found') process.exitCode = 2;
-      } finally {
-        redis.disconnect();
-        await bus.disconnect();
-      }
-    });
+      }),
+    );
 }
 
 function resumeCommand(env: Env): Command {
   return new Command('resume')
     .description('Print the context a session resumes with (mode, marker, messages, contextHash) as JSON.')
     .argument('<tenant/session>', 'the session, e.g. acme/migration-strict', sessionArgument)
-    .action(async (ref: { tenantId: string; sessionId: string }) => {
-      const config = parseConfig(z.object(commonConfig), env);
-      const logger = createLogger('tidemark', 'warn');
-      const bus = await provision(env, logger);
-      const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 });
-      try {
-        const client = createResumeClient({ redis, redisPrefix: config.REDIS_PREFIX, bus });
+    .action((ref: SessionRef) =>
+      withResumeClient(env, async (_bus, client) => {
         const outcome = await client.resume(ref.tenantId, ref.sessionId);
-        await client.close();
         if (!outcome.ok) {
           note(`cannot resume ${ref.tenantId}/${ref.sessionId}: ${outcome.code}: ${outcome.message}`);
           process.exitCode = outcome.code === 'session_not_found' ? 2 : 3;
           return;
         }
         write(JSON.stringify(outcome.result, null, 2));
-      } finally {
-        redis.disconnect();
-        await bus.disconnect();
-      }
-    });
+      }),
+    );
 }
 
 function reportCommand(env: Env): Command {

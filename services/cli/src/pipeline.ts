@@ -9,6 +9,7 @@ import {
   parseConfig,
   z,
   type Logger,
+  type ServiceComponent,
   type ServiceHost,
 } from '@tidemark/service';
 import { createValidator, validatorConfigSchema } from '@tidemark/validator';
@@ -78,34 +79,17 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
   });
   host.onShutdown(() => bus.disconnect());
   const child = (name: string) => logger.child({ service: name });
+  const deps = (name: string) => ({ logger: child(name), metrics: host.metrics });
   try {
     // Downstream first, so each stage finds its consumers running when its input starts to flow.
     const resume = createResume(parseConfig(resumeConfigSchema, env), { host, logger: child('resume') });
-    await mountComponent(host, 'resume', resume);
-    await mountComponent(
-      host,
-      'validator',
-      createValidator(parseConfig(validatorConfigSchema, env), {
-        logger: child('validator'),
-        metrics: host.metrics,
-      }),
-    );
-    await mountComponent(
-      host,
-      'compactor',
-      createCompactor(parseConfig(compactorConfigSchema, env), {
-        logger: child('compactor'),
-        metrics: host.metrics,
-      }),
-    );
-    await mountComponent(
-      host,
-      'materializer',
-      createMaterializer(parseConfig(materializerConfigSchema, env), {
-        logger: child('materializer'),
-        metrics: host.metrics,
-      }),
-    );
+    const stages: [string, ServiceComponent][] = [
+      ['resume', resume],
+      ['validator', createValidator(parseConfig(validatorConfigSchema, env), deps('validator'))],
+      ['compactor', createCompactor(parseConfig(compactorConfigSchema, env), deps('compactor'))],
+      ['materializer', createMaterializer(parseConfig(materializerConfigSchema, env), deps('materializer'))],
+    ];
+    for (const [name, component] of stages) await mountComponent(host, name, component);
     const { url } = await host.listen();
     return { host, url, bus, resume, stop: () => host.close() };
   } catch (error) {

@@ -1,5 +1,6 @@
 import {
   buildResumeContext,
+  planNodeId,
   TidemarkCoreError,
   type Compaction,
   type Frame,
@@ -145,7 +146,7 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClient {
     if (!stored.ok || epoch === null) return refusal('rebuilding');
     const { plan, node } = stored;
     if (plan === null) return refusal(watermark.appliedSeq > 0 ? 'no_plan' : 'session_not_found');
-    const nodeId = nodeIdOf(plan);
+    const nodeId = planNodeId(plan);
     if (nodeId !== null && node?.compactionId !== nodeId) return refusal('node_pending');
     const rawToSeq = watermark.appliedSeq;
     if (rawToSeq < plan.rawFromSeq - 1) return refusal('projection_behind');
@@ -287,19 +288,6 @@ class ContextCache {
       if (this.#bytes <= this.#limit) break;
       this.#entries.delete(oldest);
       this.#bytes -= entry.canonical.length * 2;
-    }
-  }
-}
-
-function nodeIdOf(plan: ResumePlan): string | null {
-  switch (plan.mode) {
-    case 'digest':
-      return plan.marker.compactionId;
-    case 'raw':
-      return plan.checkpoint.compactionId;
-    default: {
-      const never: never = plan;
-      throw new Error(`unknown plan ${JSON.stringify(never)}`);
     }
   }
 }
