@@ -41,6 +41,8 @@ export interface ReplayOptions {
   readonly output?: NodeJS.WritableStream & { isTTY?: boolean };
   readonly intervalMs?: number;
   readonly logger?: Logger;
+  /** turns.l0 partitions replayed at once (default 4). */
+  readonly partitionsConcurrently?: number;
 }
 
 export interface ReplayResult {
@@ -111,6 +113,8 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
       groupId,
       role: 'turns',
       fromBeginning: true,
+      // Partitions hold disjoint sessions, so their batches are independent: overlap their round trips.
+      partitionsConsumedConcurrently: options.partitionsConcurrently ?? 4,
       onBatch: async (records, context) => {
         // Past the captured end: leave it to the live compactor (and do not count it).
         const end = ends.get(context.partition) ?? 0;
