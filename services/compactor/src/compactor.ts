@@ -52,6 +52,8 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
       groupId: config.GROUP_ID,
       role: 'turns',
       sessionTimeout: config.CONSUMER_SESSION_TIMEOUT_MS,
+      // Partitions hold disjoint sessions: their batches overlap each other's round trips.
+      partitionsConsumedConcurrently: config.PARTITIONS_CONCURRENTLY,
       onBatch: async (records) => {
         try {
           await engine!.onTurns(records);

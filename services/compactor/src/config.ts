@@ -37,6 +37,8 @@ export const compactorConfigSchema = z.object({
    * How long the group waits for a member that went silent (SIGKILL) before its partitions move on: a
    * restarted compactor resumes after at most this (the broker's floor is 6 s).
    */
+  /** turns.l0 partitions compacted at once (they hold disjoint sessions). */
+  PARTITIONS_CONCURRENTLY: z.coerce.number().int().positive().default(4),
   CONSUMER_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6_000).default(30_000),
   /**
    * Policies of particular sessions or tenants, as JSON: {"tenant/session": {...}, "tenant": {...}}, each
