@@ -70,3 +70,12 @@ function failConfig(problems: readonly { variable: string; text: string }[]): ne
     problems.map((p) => p.variable),
   );
 }
+
+/**
+ * A consumer group's default name: the deployment's topic prefix, then the service's group. Kafka groups
+ * are cluster-wide, and a group whose members subscribe to different topics (two deployments or test
+ * runs on one broker) hands one member's partitions to another that never reads them.
+ */
+export function groupNamed(topicPrefix: string, group: string): string {
+  return `${topicPrefix}${group}`;
+}

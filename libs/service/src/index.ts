@@ -1,6 +1,6 @@
 // @tidemark/service: the shell every Tidemark service runs in. Services hold no process plumbing of
 // their own; they get config, logs, metrics, health/readiness and shutdown from here.
-export { commonConfig, ConfigError, parseConfig, type CommonConfig } from './config.js';
+export { commonConfig, ConfigError, groupNamed, parseConfig, type CommonConfig } from './config.js';
 export { createLogger, type Logger } from './logger.js';
 export { createServiceHost, type ReadinessCheck, type ServiceHost, type ServiceHostOptions } from './host.js';
 export { runUntilSignalled } from './shutdown.js';

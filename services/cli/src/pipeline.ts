@@ -51,25 +51,9 @@ export async function provision(env: Env, logger: Logger): Promise<Bus> {
   return bus;
 }
 
-/**
- * Consumer groups named after the topic prefix, unless set: Kafka groups are cluster-wide, and a group
- * whose members subscribe to different topics (two deployments, or test runs, on one broker) hands one
- * member's partitions to another that never reads them.
- */
-export function groupsFor(env: Env): Env {
-  const prefix = env.TOPIC_PREFIX ?? '';
-  return {
-    MATERIALIZER_GROUP_ID: `${prefix}tidemark-materializer`,
-    GROUP_ID: `${prefix}tidemark-compactor`,
-    VALIDATOR_GROUP_ID: `${prefix}tidemark-validator`,
-    RESUME_GROUP_ID: `${prefix}tidemark-resume`,
-    ...Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== '')),
-  };
-}
-
 export async function startPipeline(options: PipelineOptions): Promise<Pipeline> {
   const logger = options.logger;
-  const env = groupsFor(options.env);
+  const env = options.env;
   const bus = await provision(env, logger);
   const host = createServiceHost({
     name: 'tidemark',

@@ -1,5 +1,5 @@
 import { defaultPolicy, definePolicy, type Policy } from '@tidemark/core';
-import { commonConfig, ConfigError, z } from '@tidemark/service';
+import { commonConfig, ConfigError, z, groupNamed } from '@tidemark/service';
 
 // The compactor's configuration: where the stack is (commonConfig), the compaction policy (each field
 // of core's Policy, defaults from core's defaultPolicy), the generation it writes, and repair bounds.
@@ -11,57 +11,62 @@ const optionalBound = z
   .optional()
   .transform((value) => (value === undefined || value === 'none' ? null : value));
 
-export const compactorConfigSchema = z.object({
-  ...commonConfig,
-  /** The consumer group of turns.l0 (and `<GROUP_ID>.markers` for markers). */
-  GROUP_ID: z.string().min(1).default('tidemark-compactor'),
-  /** The generation this compactor writes; a replay under a new policy writes a newer one. */
-  GENERATION: positive.default(1),
-  /** Recorded in every compaction; repairs answer only MarkerInvalid records naming it. */
-  COMPACTOR_VERSION: z.string().min(1).default('tidemark-compactor/1'),
-  L1_EVERY_TURNS: positive.default(defaultPolicy.l1EveryTurns),
-  L1_TOKEN_BUDGET: optionalBound,
-  DIGEST_FAN_IN: z.coerce.number().int().min(2).default(defaultPolicy.digestFanIn),
-  DIGEST_TOKEN_BUDGET: optionalBound,
-  MAX_DEPTH: positive.default(defaultPolicy.maxDepth),
-  NARRATIVE_TOKEN_BUDGET: positive.default(defaultPolicy.narrativeTokenBudget),
-  /** strict (default), narrative, or model:<model> (with MODEL_BASE_URL). */
-  SUMMARIZER: z.string().min(1).default(defaultPolicy.summarizer),
-  MODEL_BASE_URL: z.url().optional(),
-  MODEL_API_KEY: z.string().optional(),
-  /** Strict repairs a span gets after MarkerInvalid records (0: none). */
-  MAX_REPAIRS: z.coerce.number().int().min(0).default(1),
-  /** How long a compaction waits for the materializer to apply its span before the batch is retried. */
-  STATE_WAIT_MS: positive.default(10_000),
-  /**
-   * How long the group waits for a member that went silent (SIGKILL) before its partitions move on: a
-   * restarted compactor resumes after at most this (the broker's floor is 6 s).
-   */
-  /** turns.l0 partitions compacted at once (they hold disjoint sessions). */
-  PARTITIONS_CONCURRENTLY: z.coerce.number().int().positive().default(4),
-  CONSUMER_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6_000).default(30_000),
-  /**
-   * Policies of particular sessions or tenants, as JSON: {"tenant/session": {...}, "tenant": {...}}, each
-   * a (partial) policy over the configured one. A session's own entry wins over its tenant's.
-   */
-  POLICY_OVERRIDES: z
-    .string()
-    .optional()
-    .transform((raw, context) => {
-      if (raw === undefined) return {};
-      try {
-        const parsed: unknown = JSON.parse(raw);
-        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
-          throw new Error('not an object');
-        return parsed as Record<string, Partial<Policy>>;
-      } catch (error) {
-        context.addIssue({ code: 'custom', message: `not a JSON object of policies: ${String(error)}` });
-        return z.NEVER;
-      }
-    }),
-  /** Partitions of topics this service creates if they are missing. */
-  PARTITIONS: positive.default(4),
-});
+export const compactorConfigSchema = z
+  .object({
+    ...commonConfig,
+    /** The consumer group of turns.l0 (and `<GROUP_ID>.markers` for markers). Default: `<TOPIC_PREFIX>tidemark-compactor` (groups are cluster-wide: see groupNamed). */
+    GROUP_ID: z.string().min(1).optional(),
+    /** The generation this compactor writes; a replay under a new policy writes a newer one. */
+    GENERATION: positive.default(1),
+    /** Recorded in every compaction; repairs answer only MarkerInvalid records naming it. */
+    COMPACTOR_VERSION: z.string().min(1).default('tidemark-compactor/1'),
+    L1_EVERY_TURNS: positive.default(defaultPolicy.l1EveryTurns),
+    L1_TOKEN_BUDGET: optionalBound,
+    DIGEST_FAN_IN: z.coerce.number().int().min(2).default(defaultPolicy.digestFanIn),
+    DIGEST_TOKEN_BUDGET: optionalBound,
+    MAX_DEPTH: positive.default(defaultPolicy.maxDepth),
+    NARRATIVE_TOKEN_BUDGET: positive.default(defaultPolicy.narrativeTokenBudget),
+    /** strict (default), narrative, or model:<model> (with MODEL_BASE_URL). */
+    SUMMARIZER: z.string().min(1).default(defaultPolicy.summarizer),
+    MODEL_BASE_URL: z.url().optional(),
+    MODEL_API_KEY: z.string().optional(),
+    /** Strict repairs a span gets after MarkerInvalid records (0: none). */
+    MAX_REPAIRS: z.coerce.number().int().min(0).default(1),
+    /** How long a compaction waits for the materializer to apply its span before the batch is retried. */
+    STATE_WAIT_MS: positive.default(10_000),
+    /**
+     * How long the group waits for a member that went silent (SIGKILL) before its partitions move on: a
+     * restarted compactor resumes after at most this (the broker's floor is 6 s).
+     */
+    /** turns.l0 partitions compacted at once (they hold disjoint sessions). */
+    PARTITIONS_CONCURRENTLY: z.coerce.number().int().positive().default(4),
+    CONSUMER_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6_000).default(30_000),
+    /**
+     * Policies of particular sessions or tenants, as JSON: {"tenant/session": {...}, "tenant": {...}}, each
+     * a (partial) policy over the configured one. A session's own entry wins over its tenant's.
+     */
+    POLICY_OVERRIDES: z
+      .string()
+      .optional()
+      .transform((raw, context) => {
+        if (raw === undefined) return {};
+        try {
+          const parsed: unknown = JSON.parse(raw);
+          if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+            throw new Error('not an object');
+          return parsed as Record<string, Partial<Policy>>;
+        } catch (error) {
+          context.addIssue({ code: 'custom', message: `not a JSON object of policies: ${String(error)}` });
+          return z.NEVER;
+        }
+      }),
+    /** Partitions of topics this service creates if they are missing. */
+    PARTITIONS: positive.default(4),
+  })
+  .transform((config) => ({
+    ...config,
+    GROUP_ID: config.GROUP_ID ?? groupNamed(config.TOPIC_PREFIX, 'tidemark-compactor'),
+  }));
 
 export type CompactorConfig = z.infer<typeof compactorConfigSchema>;
 

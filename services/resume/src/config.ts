@@ -1,38 +1,43 @@
-import { commonConfig, z } from '@tidemark/service';
+import { commonConfig, z, groupNamed } from '@tidemark/service';
 
 /** The resume service's configuration: the common variables plus its own, parsed once at start. */
-export const resumeConfigSchema = z.object({
-  ...commonConfig,
-  /** Create the topics if missing (local runs and tests); idempotent. */
-  PROVISION_TOPICS: z.stringbool().default(true),
-  /** Partitions of the topics when it provisions them. */
-  TOPIC_PARTITIONS: z.coerce.number().int().positive().default(4),
-  /** The consumer group of the markers consumer; the compactions consumer uses `<group>-nodes`. */
-  RESUME_GROUP_ID: z.string().min(1).default('tidemark-resume'),
-  /** `tenant:sha256hex,tenant:sha256hex` (hash a token with `pnpm --filter @tidemark/resume hash-token`). */
-  RESUME_TOKENS: z.string().optional(),
-  /** A JSON file `[{ "tenantId": "...", "tokenSha256": "<hex>" }]`; read with RESUME_TOKENS when both are set. */
-  RESUME_TOKENS_FILE: z.string().optional(),
-  /** Run the worker (consume markers and compactions); false for an API-only instance. */
-  RESUME_WORKER: z.stringbool().default(true),
-  /** Compare every served context with the first one served for the same node and raw span. */
-  RESUME_DIVERGENCE_CHECKS: z.stringbool().default(true),
-  /** Sessions the worker keeps in memory between batches. */
-  RESUME_CACHE_SESSIONS: z.coerce.number().int().positive().default(10_000),
-  /** Bytes of built contexts kept in memory for repeated resumes of the same node and span (0: none). */
-  RESUME_CONTEXT_CACHE_BYTES: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .default(32 * 1024 * 1024),
-  /** How often a worker checks that the resume store still exists (it rebuilds it from the topics if not). */
-  RESUME_EPOCH_CHECK_MS: z.coerce.number().int().positive().default(1_000),
-  /** Bytes per turns.l0 fetch when reading a raw span. */
-  RESUME_FETCH_BYTES: z.coerce
-    .number()
-    .int()
-    .positive()
-    .default(4 * 1024 * 1024),
-});
+export const resumeConfigSchema = z
+  .object({
+    ...commonConfig,
+    /** Create the topics if missing (local runs and tests); idempotent. */
+    PROVISION_TOPICS: z.stringbool().default(true),
+    /** Partitions of the topics when it provisions them. */
+    TOPIC_PARTITIONS: z.coerce.number().int().positive().default(4),
+    /** The consumer group of the markers consumer; the compactions consumer uses `<group>-nodes`. Default: `<TOPIC_PREFIX>tidemark-resume` (groups are cluster-wide: see groupNamed). */
+    RESUME_GROUP_ID: z.string().min(1).optional(),
+    /** `tenant:sha256hex,tenant:sha256hex` (hash a token with `pnpm --filter @tidemark/resume hash-token`). */
+    RESUME_TOKENS: z.string().optional(),
+    /** A JSON file `[{ "tenantId": "...", "tokenSha256": "<hex>" }]`; read with RESUME_TOKENS when both are set. */
+    RESUME_TOKENS_FILE: z.string().optional(),
+    /** Run the worker (consume markers and compactions); false for an API-only instance. */
+    RESUME_WORKER: z.stringbool().default(true),
+    /** Compare every served context with the first one served for the same node and raw span. */
+    RESUME_DIVERGENCE_CHECKS: z.stringbool().default(true),
+    /** Sessions the worker keeps in memory between batches. */
+    RESUME_CACHE_SESSIONS: z.coerce.number().int().positive().default(10_000),
+    /** Bytes of built contexts kept in memory for repeated resumes of the same node and span (0: none). */
+    RESUME_CONTEXT_CACHE_BYTES: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .default(32 * 1024 * 1024),
+    /** How often a worker checks that the resume store still exists (it rebuilds it from the topics if not). */
+    RESUME_EPOCH_CHECK_MS: z.coerce.number().int().positive().default(1_000),
+    /** Bytes per turns.l0 fetch when reading a raw span. */
+    RESUME_FETCH_BYTES: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(4 * 1024 * 1024),
+  })
+  .transform((config) => ({
+    ...config,
+    RESUME_GROUP_ID: config.RESUME_GROUP_ID ?? groupNamed(config.TOPIC_PREFIX, 'tidemark-resume'),
+  }));
 
 export type ResumeConfig = z.infer<typeof resumeConfigSchema>;
