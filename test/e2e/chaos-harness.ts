@@ -1,0 +1,209 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { sessionKey, type Bus, type EventConsumer } from '@tidemark/contract';
+import type { Compaction, MarkerDecision } from '@tidemark/core';
+import { decisionIdentity } from '@tidemark/cli';
+import { uniqueName } from '@tidemark/test-infra';
+
+// The four services as separate processes (`node --import tsx services/<name>/src/main.ts`, as they run
+// in production), each killable with SIGKILL and restartable on the same environment; and a tap of the
+// raw records on the compactions and markers topics, to see duplicates the Journal folds away.
+
+export const serviceNames = ['materializer', 'compactor', 'validator', 'resume'] as const;
+export type ServiceName = (typeof serviceNames)[number];
+
+const servicesDir = fileURLToPath(new URL('../../services/', import.meta.url));
+
+/** The tail of a process's output kept for a failure message. */
+const keptOutput = 8_000;
+
+export interface ServiceProcess {
+  readonly name: ServiceName;
+  readonly child: ChildProcess;
+  /** Resolves with how the process ended. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Resolves with the HTTP url once the host listens (rejects if the process ends first). */
+  readonly url: Promise<string>;
+  /** The last few kilobytes of its stdout and stderr. */
+  output(): string;
+  /** Whether it answers /readyz with 200 right now (false while it has not even started listening). */
+  isReady(): Promise<boolean>;
+}
+
+export function spawnService(name: ServiceName, env: Readonly<Record<string, string>>): ServiceProcess {
+  // Its own process group (detached), so a kill reaches the whole of it and only it.
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: `${servicesDir}${name}`,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let output = '';
+  let url: string | null = null;
+  let onUrl: (url: string) => void = () => undefined;
+  let onEnd: (error: Error) => void = () => undefined;
+  const listening = new Promise<string>((resolve, reject) => {
+    onUrl = resolve;
+    onEnd = reject;
+  });
+  // A caller that never waits for the url must not see an unhandled rejection when the process is killed.
+  listening.catch(() => undefined);
+  const take = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-keptOutput);
+    if (url === null) {
+      const match = /"url":"(http:[^"]+)"/.exec(output);
+      if (match !== null) {
+        url = match[1]!;
+        onUrl(url);
+      }
+    }
+  };
+  child.stdout.on('data', take);
+  child.stderr.on('data', take);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => {
+      onEnd(new Error(`${name} exited (${code ?? signal}) before listening:\n${output}`));
+      resolve({ code, signal });
+    });
+  });
+  const isReady = async () =>
+    url !== null &&
+    (await fetch(`${url}/readyz`).then(
+      (r) => r.status === 200,
+      () => false,
+    ));
+  return { name, child, exited, url: listening, output: () => output, isReady };
+}
+
+export const running = (p: ServiceProcess): boolean =>
+  p.child.exitCode === null && p.child.signalCode === null;
+
+export async function killHard(p: ServiceProcess): Promise<void> {
+  if (running(p) && p.child.pid !== undefined) process.kill(-p.child.pid, 'SIGKILL');
+  await p.exited;
+}
+
+/** Waits until the process answers /readyz with 200 (its consumers joined their groups). */
+export async function ready(p: ServiceProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const url = await p.url;
+  while (running(p)) {
+    const status = await fetch(`${url}/readyz`).then(
+      (r) => r.status,
+      () => 0,
+    );
+    if (status === 200) return;
+    if (Date.now() > deadline) throw new Error(`${p.name} not ready after ${timeoutMs} ms:\n${p.output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${p.name} ended while waiting for readiness:\n${p.output()}`);
+}
+
+/**
+ * Every record on the compactions and markers topics, raw bytes included, by identity: a compaction by
+ * its id, a decision by (markerId, type, cause). A duplicate is harmless only if its bytes are the same.
+ * And where each turn landed in turns.l0, for a reference whose L0 positions are the real ones.
+ */
+export class RawTap {
+  /** identity → the distinct encodings (hex of the record value) seen for it. */
+  readonly encodings = new Map<string, Set<string>>();
+  /** identity → how many records carried it. */
+  readonly copies = new Map<string, number>();
+  /** `tenant/session` → seq → its turns.l0 position (the first copy's). */
+  readonly positions = new Map<string, Map<number, { partition: number; offset: number }>>();
+  readonly #consumers: EventConsumer[];
+
+  private constructor(bus: Bus) {
+    const group = uniqueName('chaos-tap');
+    const add = (identity: string, value: Buffer | null) => {
+      const held = this.encodings.get(identity) ?? new Set<string>();
+      held.add(value === null ? '' : value.toString('hex'));
+      this.encodings.set(identity, held);
+      this.copies.set(identity, (this.copies.get(identity) ?? 0) + 1);
+    };
+    this.#consumers = [
+      bus.consumer({
+        groupId: `${group}-turns`,
+        role: 'turns',
+        fromBeginning: true,
+        onBatch: (records) => {
+          for (const { raw, value } of records) {
+            const key = sessionKey(value.tenantId, value.sessionId);
+            const seqs = this.positions.get(key) ?? new Map<number, { partition: number; offset: number }>();
+            this.positions.set(key, seqs);
+            if (!seqs.has(value.seq)) seqs.set(value.seq, { partition: raw.partition, offset: raw.offset });
+          }
+          return Promise.resolve();
+        },
+      }),
+      bus.consumer({
+        groupId: `${group}-compactions`,
+        role: 'compactions',
+        fromBeginning: true,
+        onBatch: (records) => {
+          for (const { raw, value } of records) add(compactionIdentity(value), raw.value);
+          return Promise.resolve();
+        },
+      }),
+      bus.consumer({
+        groupId: `${group}-markers`,
+        role: 'markers',
+        fromBeginning: true,
+        onBatch: (records) => {
+          for (const { raw, value } of records) add(markerIdentity(value), raw.value);
+          return Promise.resolve();
+        },
+      }),
+    ];
+  }
+
+  static async open(bus: Bus): Promise<RawTap> {
+    const tap = new RawTap(bus);
+    await Promise.all(tap.#consumers.map((c) => c.run()));
+    return tap;
+  }
+
+  /** Resolves once both tails joined and read to the end of their topics, or false after the timeout. */
+  async caughtUp(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (this.#consumers.every((c) => c.ready())) {
+        const lags = await Promise.all(this.#consumers.map((c) => c.lag()));
+        if (lags.every((lag) => lag === 0)) return true;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return false;
+  }
+
+  /** Identities published with more than one encoding: a duplicate that is not a duplicate. */
+  conflicting(): string[] {
+    return [...this.encodings].filter(([, held]) => held.size > 1).map(([identity]) => identity);
+  }
+
+  /** Records beyond the first of each identity (redeliveries, republished work), by kind. */
+  redundant(): { compactions: number; decisions: number } {
+    const extra = (kind: string) =>
+      [...this.copies]
+        .filter(([identity]) => identity.startsWith(kind))
+        .reduce((sum, [, n]) => sum + n - 1, 0);
+    return { compactions: extra('c:'), decisions: extra('m:') };
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#consumers.map((c) => c.stop()));
+  }
+}
+
+export const compactionIdentity = (c: Compaction): string => `c:${c.compactionId}`;
+export const markerIdentity = (d: MarkerDecision): string => `m:${decisionIdentity(d)}`;
+
+/** A deterministic random order of the items (Fisher–Yates on the given generator). */
+export function shuffled<T>(items: readonly T[], random: () => number): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}

@@ -1,0 +1,410 @@
+import { decisionIdentity, Journal, provision, type SessionJournal } from '@tidemark/cli';
+import { createPublisher, sessionKey, type Bus } from '@tidemark/contract';
+import {
+  boundaryQuery,
+  canonicalJson,
+  decideResume,
+  definePolicy,
+  foldTurns,
+  runReference,
+  seededRandom,
+  trustedMarkers,
+  type MarkerDecision,
+  type Policy,
+  type ReferenceRun,
+  type TurnEvent,
+} from '@tidemark/core';
+import { createResumeClient, type ResumeLibraryClient } from '@tidemark/resume';
+import { generateWorkload } from '@tidemark/scenarios';
+import { createLogger } from '@tidemark/service';
+import { Projection } from '@tidemark/state';
+import { endpoints, uniqueName } from '@tidemark/test-infra';
+import { Redis } from 'ioredis';
+import { Kafka, logLevel } from 'kafkajs';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import {
+  killHard,
+  RawTap,
+  ready,
+  running,
+  serviceNames,
+  shuffled,
+  spawnService,
+  type ServiceName,
+  type ServiceProcess,
+} from './chaos-harness.js';
+
+// The design's first reliability claim, end to end: the four services as separate processes, SIGKILLed
+// one at a time on a seeded random schedule while a workload is published, and restarted. Once all of
+// them run again and the pipeline is quiet, every session must hold exactly what the core reference (a
+// run without crashes) computes — every compaction id, a decision for every marker, the same trusted
+// markers, the same resume plan — with no turn lost from the projection, and every duplicate on the
+// topics byte-identical, so the journal (which keeps one copy) and the resume plan see each thing once.
+
+const seed = 20261203;
+const sessions = 12;
+const turnsPerSession = 120;
+/** Turns per session in each published chunk. */
+const chunkTurns = 10;
+/** One kill after each of the first chunks: at least two per service. */
+const kills = 10;
+/** Sessions compacted by the lossy narrative summarizer, so validator invalidations and repairs happen. */
+const narrativeSessions = new Set([1, 4, 7, 10]);
+const tenantId = 'chaos';
+
+/** A decision without what depends on the frame it met: an invalidation's fallback and depth violation. */
+function logFacts(d: MarkerDecision): unknown {
+  if (d.type === 'marker_emitted') return d;
+  const { fallback: _fallback, violations, ...rest } = d;
+  return { ...rest, violations: violations.filter((v) => v.condition !== 'depth') };
+}
+
+async function until(predicate: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) return false;
+    await sleep(100);
+  }
+  return true;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Expected {
+  readonly tenantId: string;
+  readonly sessionId: string;
+  readonly turns: readonly TurnEvent[];
+  readonly reference: ReferenceRun;
+  /** The marker the resume plan starts from (the plan's marker, or the raw checkpoint's). */
+  readonly planMarker: string | null;
+}
+
+/** What settle.ts calls "holds": every reference compaction, a decision per marker, the same trusted set. */
+function differences(journal: SessionJournal, expected: Expected): string[] {
+  const { reference } = expected;
+  const compactions = new Set(journal.compactions.map((c) => c.compactionId));
+  const decided = new Set(journal.decisions.map((d) => d.markerId));
+  const referenceMarkers = new Set(reference.decisions.map((d) => d.markerId));
+  const trusted = (decisions: readonly MarkerDecision[]) =>
+    trustedMarkers(decisions)
+      .map((d) => d.markerId)
+      .filter((id) => referenceMarkers.has(id))
+      .sort();
+  const problems: string[] = [];
+  const missing = reference.compactions.filter((c) => !compactions.has(c.compactionId));
+  if (missing.length > 0)
+    problems.push(`missing compactions ${missing.map((c) => c.compactionId).join(' ')}`);
+  const undecided = [...referenceMarkers].filter((id) => !decided.has(id));
+  if (undecided.length > 0) problems.push(`undecided markers ${undecided.join(' ')}`);
+  const want = trusted(reference.decisions).join(' ');
+  const have = trusted(journal.decisions).join(' ');
+  if (want !== have) problems.push(`trusted markers [${have}], the reference trusts [${want}]`);
+  return problems;
+}
+
+describe('SIGKILL chaos across the four services', () => {
+  it(
+    'settles on the reference: same markers, no turn lost, every duplicate identical',
+    { timeout: 240_000 },
+    async () => {
+      const started = Date.now();
+      const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)}s`;
+      const { kafkaBrokers, schemaRegistryUrl, redisUrl } = endpoints();
+      const run = uniqueName('chaos');
+      const topicPrefix = `${run}.`;
+      const redisPrefix = `${run}:`;
+      const basePolicy = definePolicy({ l1EveryTurns: 12, digestFanIn: 3 });
+      const narrative = definePolicy({ ...basePolicy, summarizer: 'narrative' });
+      const workload = generateWorkload({ tenantId, sessions, turns: turnsPerSession, seed: 900 });
+      const policyOf = (index: number): Policy => (narrativeSessions.has(index) ? narrative : basePolicy);
+      const overrides = Object.fromEntries(
+        workload
+          .map((turns, index) => [turns, index] as const)
+          .filter(([, index]) => narrativeSessions.has(index))
+          .map(([turns]) => [sessionKey(tenantId, turns[0]!.sessionId), narrative]),
+      );
+
+      const common = {
+        KAFKA_BROKERS: kafkaBrokers.join(','),
+        SCHEMA_REGISTRY_URL: schemaRegistryUrl,
+        REDIS_URL: redisUrl,
+        TOPIC_PREFIX: topicPrefix,
+        REDIS_PREFIX: redisPrefix,
+      };
+      const env: Record<string, string> = {
+        ...common,
+        // Groups of this run's own, named after the prefix as the CLI's groupsFor names them.
+        MATERIALIZER_GROUP_ID: `${topicPrefix}tidemark-materializer`,
+        GROUP_ID: `${topicPrefix}tidemark-compactor`,
+        VALIDATOR_GROUP_ID: `${topicPrefix}tidemark-validator`,
+        RESUME_GROUP_ID: `${topicPrefix}tidemark-resume`,
+        HTTP_PORT: '0',
+        // Info: the host's "listening" line carries the url a random port ends up on.
+        LOG_LEVEL: 'info',
+        // The broker's floor: a SIGKILLed member's partitions move on after 6 s (materializer, compactor,
+        // validator; the resume worker has no such setting and waits for the client default).
+        CONSUMER_SESSION_TIMEOUT_MS: '6000',
+        SESSION_TIMEOUT_MS: '6000',
+        SHUTDOWN_GRACE_MS: '5000',
+        L1_EVERY_TURNS: String(basePolicy.l1EveryTurns),
+        DIGEST_FAN_IN: String(basePolicy.digestFanIn),
+        MAX_REPAIRS: '1',
+        POLICY_OVERRIDES: JSON.stringify(overrides),
+      };
+      // The kill schedule: every service twice in a seeded order, then random ones.
+      const random = seededRandom(seed);
+      const schedule: ServiceName[] = shuffled([...serviceNames, ...serviceNames], random);
+      while (schedule.length < kills)
+        schedule.push(serviceNames[Math.floor(random() * serviceNames.length)]!);
+      console.log(`chaos seed ${seed} (${run}): kills ${schedule.join(', ')}`);
+
+      const logger = createLogger('chaos', 'error');
+      const bus: Bus = await provision(env, logger);
+      const redis = new Redis(redisUrl);
+      const live = new Map<ServiceName, ServiceProcess>();
+      const unexpected: string[] = [];
+      let stopping = false;
+      const launch = (name: ServiceName): ServiceProcess => {
+        const p = spawnService(name, env);
+        void p.exited.then(({ code, signal }) => {
+          if (signal !== 'SIGKILL' && !stopping)
+            unexpected.push(`${name} exited ${code ?? signal}:\n${p.output()}`);
+        });
+        live.set(name, p);
+        return p;
+      };
+      const clients: ResumeLibraryClient[] = [];
+      let journal: Journal | null = null;
+      let tap: RawTap | null = null;
+      onTestFinished(async () => {
+        stopping = true;
+        // A graceful stop of what still runs; anything that does not stop in time is killed.
+        await Promise.all(
+          [...live.values()].map(async (p) => {
+            if (running(p)) p.child.kill('SIGTERM');
+            const timer = setTimeout(() => void killHard(p), 8_000);
+            await p.exited;
+            clearTimeout(timer);
+          }),
+        );
+        await Promise.all(clients.map((c) => c.close()));
+        await journal?.close();
+        await tap?.close();
+        await bus.disconnect();
+        const admin = new Kafka({
+          clientId: `${run}-cleanup`,
+          brokers: kafkaBrokers,
+          logLevel: logLevel.NOTHING,
+        }).admin();
+        await admin.connect();
+        await admin
+          .deleteTopics({ topics: Object.values(bus.topics), timeout: 10_000 })
+          .catch(() => undefined);
+        await admin.disconnect();
+        const keys = await redis.keys(`${redisPrefix}*`);
+        if (keys.length > 0) await redis.del(...keys);
+        redis.disconnect();
+      });
+
+      // Downstream first, as startPipeline does; all four ready before the first turn.
+      for (const name of [...serviceNames].reverse()) launch(name);
+      await Promise.all([...live.values()].map((p) => ready(p, 60_000)));
+      console.log(`${elapsed()} all four services ready`);
+      journal = await Journal.open(
+        bus,
+        workload.map((turns) => sessionKey(turns[0]!.tenantId, turns[0]!.sessionId)),
+      );
+      tap = await RawTap.open(bus);
+
+      // Publish in chunks, round-robin over the sessions; a moment after each of the first chunks lands
+      // (while the services work on it) the next service of the schedule is killed, and restarted at once
+      // or after a moment, so the chunks after it arrive while it starts, and a service that comes up
+      // twice in a row is killed again somewhere in its start.
+      const publisher = await createPublisher({
+        brokers: kafkaBrokers,
+        registryUrl: schemaRegistryUrl,
+        clientId: `${run}-publisher`,
+        topicPrefix,
+        logger,
+      });
+      let published = 0;
+      const killed: string[] = [];
+      try {
+        for (let from = 0, step = 0; from < turnsPerSession; from += chunkTurns, step++) {
+          const chunk = workload.flatMap((turns) => turns.slice(from, from + chunkTurns));
+          const sending = publisher.publishTurns(chunk);
+          const name = schedule[step];
+          if (name !== undefined) {
+            // Within the chunk's trip through the pipeline: while it is applied, compacted, validated.
+            await sleep(random() * 500);
+            const victim = live.get(name)!;
+            const state = (await victim.isReady()) ? 'running' : 'starting';
+            await killHard(victim);
+            const line = `${elapsed()} ${name} (${state}, chunk ${step + 1} sent ${published} turns before it)`;
+            killed.push(line);
+            console.log(`SIGKILL ${line}`);
+          }
+          await sending;
+          published += chunk.length;
+          if (name !== undefined) {
+            await sleep(random() * 1_000);
+            launch(name);
+          }
+          await sleep(800 + random() * 1_200);
+        }
+      } finally {
+        await publisher.close();
+      }
+      expect(published).toBe(sessions * turnsPerSession);
+      expect(killed).toHaveLength(kills);
+      await Promise.all([...live.values()].map((p) => ready(p, 90_000)));
+      console.log(`${elapsed()} all published, every service restarted and ready`);
+
+      // The references: the whole pipeline of a run without crashes, per session, at the L0 positions
+      // the turns really have (so compactions and decisions compare byte for byte, not by id alone).
+      const total = () => [...tap.positions.values()].reduce((sum, seqs) => sum + seqs.size, 0);
+      expect(await until(() => total() === sessions * turnsPerSession, 30_000)).toBe(true);
+      const expected: Expected[] = workload.map((turns, index) => {
+        const { tenantId: tenant, sessionId } = turns[0]!;
+        const positions = tap.positions.get(sessionKey(tenant, sessionId))!;
+        const reference = runReference(turns, {
+          policy: policyOf(index),
+          maxRepairs: 1,
+          compactorVersion: 'tidemark-compactor/1',
+          l0Partition: positions.get(1)!.partition,
+          offsetOf: (seq) => positions.get(seq)!.offset,
+        });
+        const plan = decideResume({
+          tenantId: tenant,
+          sessionId,
+          l0Partition: 0,
+          frame: reference.frame,
+          decisions: reference.decisions,
+        });
+        return {
+          tenantId: tenant,
+          sessionId,
+          turns,
+          reference,
+          planMarker: plan.mode === 'digest' ? plan.marker.markerId : plan.checkpoint.markerId,
+        };
+      });
+
+      // Quiet: every session holds what its reference does and resumes from the reference's marker.
+      const resumeClient = createResumeClient({ redis, redisPrefix, bus });
+      clients.push(resumeClient);
+      const settled = async (e: Expected): Promise<boolean> => {
+        if (differences(journal.session(e.tenantId, e.sessionId), e).length > 0) return false;
+        const outcome = await resumeClient.resume(e.tenantId, e.sessionId);
+        return (
+          outcome.ok &&
+          outcome.result.markerId === e.planMarker &&
+          outcome.result.rawToSeq === turnsPerSession
+        );
+      };
+      const deadline = Date.now() + 120_000;
+      let pending = expected;
+      while (pending.length > 0 && Date.now() < deadline && unexpected.length === 0) {
+        const states = await Promise.all(pending.map(settled));
+        pending = pending.filter((_, i) => !states[i]);
+        if (pending.length > 0) await sleep(500);
+      }
+      console.log(`${elapsed()} settled: ${expected.length - pending.length}/${expected.length} sessions`);
+      expect(unexpected, 'a service exited on its own').toEqual([]);
+      expect(await tap.caughtUp(30_000)).toBe(true);
+      expect(await journal.caughtUp(30_000)).toBe(true);
+
+      // 1. The final markers are those of the run without crashes.
+      for (const e of expected) {
+        const session = journal.session(e.tenantId, e.sessionId);
+        expect({ session: e.sessionId, problems: differences(session, e) }).toEqual({
+          session: e.sessionId,
+          problems: [],
+        });
+        // The same bytes as the reference, and nothing beyond it: no compaction or marker a crash made up
+        // or changed. Compactions are byte for byte the reference's. A decision depends on the frame it
+        // was checked against, and a strict repair of an L1 span can reach the validator before or after
+        // the digest that moves the frame above it (see settle.ts), so an invalidation's fallback and its
+        // depth violation may differ from the reference's; what the log says (closure, retention,
+        // artifacts: the ids that fail) may not, and an emitted marker is the reference's to the byte.
+        const byId = new Map(e.reference.compactions.map((c) => [c.compactionId, canonicalJson(c)]));
+        const decisions = new Map(e.reference.decisions.map((d) => [decisionIdentity(d), d]));
+        for (const c of session.compactions)
+          expect(canonicalJson(c), c.compactionId).toBe(byId.get(c.compactionId));
+        for (const d of session.decisions) {
+          const want = decisions.get(decisionIdentity(d));
+          if (want === undefined) continue;
+          expect(canonicalJson(logFacts(d)), decisionIdentity(d)).toBe(canonicalJson(logFacts(want)));
+        }
+        // The first attempts (what the summarizer wrote, not repairs) reach the validator in L0 order, so
+        // their decisions are the reference's exactly: none emitted that it invalidates, none missing.
+        const firstAttempts = new Set(
+          e.reference.compactions.filter((c) => c.attempt === 0).map((c) => c.compactionId),
+        );
+        const ofFirstAttempts = (all: readonly MarkerDecision[]) =>
+          all
+            .filter((d) => firstAttempts.has(d.compactionId))
+            .map(decisionIdentity)
+            .sort();
+        expect(ofFirstAttempts(session.decisions), e.sessionId).toEqual(
+          ofFirstAttempts(e.reference.decisions),
+        );
+        const unverifiable = session.decisions.filter(
+          (d) => d.type === 'marker_invalid' && d.violations.some((v) => v.condition === 'unverifiable'),
+        );
+        expect(unverifiable.map(decisionIdentity), 'markers decided on missing state').toEqual([]);
+        const referenceCompactions = new Set(e.reference.compactions.map((c) => c.compactionId));
+        const referenceMarkers = new Set(e.reference.decisions.map((d) => d.markerId));
+        expect(
+          session.compactions.map((c) => c.compactionId).filter((id) => !referenceCompactions.has(id)),
+        ).toEqual([]);
+        expect(session.decisions.map((d) => d.markerId).filter((id) => !referenceMarkers.has(id))).toEqual(
+          [],
+        );
+      }
+
+      // 2. No turn lost from (or applied twice to) the projection: all applied, nothing broken, and the
+      //    state at every reference boundary is the fold's.
+      const projection = new Projection(redis, { prefix: redisPrefix });
+      for (const e of expected) {
+        const watermark = await projection.watermark(e.tenantId, e.sessionId);
+        expect({ session: e.sessionId, appliedSeq: watermark.appliedSeq, broken: watermark.broken }).toEqual({
+          session: e.sessionId,
+          appliedSeq: turnsPerSession,
+          broken: null,
+        });
+        const { fold } = foldTurns(e.tenantId, e.sessionId, e.turns);
+        for (const c of e.reference.compactions) {
+          const query = boundaryQuery(c);
+          expect(await projection.stateAt(query)).toEqual(fold.stateAt(query));
+        }
+      }
+
+      // 3. A duplicate is never visible twice: every copy of a compaction id, or of a decision's
+      //    (markerId, type, cause), has the same bytes; the journal's copy is the one downstream sees.
+      expect(tap.conflicting()).toEqual([]);
+      console.log(
+        `${tap.encodings.size} distinct compactions and decisions on the topics; duplicate copies: ${JSON.stringify(tap.redundant())}`,
+      );
+
+      // 4. Every session resumes from the reference's plan marker, with one contextHash across two
+      //    resumes (the second by a client of its own, without a context cache).
+      const second = createResumeClient({ redis, redisPrefix, bus, contextCacheBytes: 0 });
+      clients.push(second);
+      for (const e of expected) {
+        const a = await resumeClient.resume(e.tenantId, e.sessionId);
+        const b = await second.resume(e.tenantId, e.sessionId);
+        expect(a.ok && b.ok).toBe(true);
+        if (!a.ok || !b.ok) continue;
+        expect({ session: e.sessionId, marker: a.result.markerId }).toEqual({
+          session: e.sessionId,
+          marker: e.planMarker,
+        });
+        expect(b.result.contextHash).toBe(a.result.contextHash);
+      }
+
+      expect(new Set(schedule)).toEqual(new Set(serviceNames));
+      console.log(`${elapsed()} done after ${killed.length} kills:\n  ${killed.join('\n  ')}`);
+    },
+  );
+});
