@@ -18,6 +18,8 @@ export const resumeConfigSchema = z
     RESUME_WORKER: z.stringbool().default(true),
     /** Compare every served context with the first one served for the same node and raw span. */
     RESUME_DIVERGENCE_CHECKS: z.stringbool().default(true),
+    /** How long the worker's groups wait for a silent member (a killed worker) before moving its partitions. */
+    CONSUMER_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6_000).default(30_000),
     /** Sessions the worker keeps in memory between batches. */
     RESUME_CACHE_SESSIONS: z.coerce.number().int().positive().default(10_000),
     /** Bytes of built contexts kept in memory for repeated resumes of the same node and span (0: none). */

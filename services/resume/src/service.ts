@@ -164,6 +164,7 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
       logger,
       metrics,
       cacheSessions: config.RESUME_CACHE_SESSIONS,
+      sessionTimeoutMs: config.CONSUMER_SESSION_TIMEOUT_MS,
     });
     await worker.start();
   };

@@ -24,6 +24,8 @@ export interface ResumeWorkerOptions {
   readonly metrics: ResumeMetrics;
   /** Sessions kept in memory (default 10,000). */
   readonly cacheSessions?: number;
+  /** How long the group waits for a silent member (a killed worker) before moving its partitions. */
+  readonly sessionTimeoutMs?: number;
 }
 
 interface Cached {
@@ -55,12 +57,18 @@ export class ResumeWorker {
       groupId: this.#options.groupId,
       role: 'markers',
       fromBeginning: true,
+      ...(this.#options.sessionTimeoutMs === undefined
+        ? {}
+        : { sessionTimeout: this.#options.sessionTimeoutMs }),
       onBatch: (records) => this.applyMarkers(records),
     });
     this.#compactions = bus.consumer({
       groupId: `${this.#options.groupId}-nodes`,
       role: 'compactions',
       fromBeginning: true,
+      ...(this.#options.sessionTimeoutMs === undefined
+        ? {}
+        : { sessionTimeout: this.#options.sessionTimeoutMs }),
       onBatch: (records) => this.storeNodes(records),
     });
     await Promise.all([this.#markers.run(), this.#compactions.run()]);
