@@ -53,7 +53,7 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
       role: 'turns',
       sessionTimeout: config.CONSUMER_SESSION_TIMEOUT_MS,
       // Partitions hold disjoint sessions: their batches overlap each other's round trips.
-      partitionsConsumedConcurrently: config.PARTITIONS_CONCURRENTLY,
+      partitionsConsumedConcurrently: config.COMPACTOR_PARTITIONS_CONCURRENTLY,
       onBatch: async (records) => {
         try {
           await engine!.onTurns(records);

@@ -39,7 +39,7 @@ export const compactorConfigSchema = z
      * restarted compactor resumes after at most this (the broker's floor is 6 s).
      */
     /** turns.l0 partitions compacted at once (they hold disjoint sessions). */
-    PARTITIONS_CONCURRENTLY: z.coerce.number().int().positive().default(4),
+    COMPACTOR_PARTITIONS_CONCURRENTLY: z.coerce.number().int().positive().default(4),
     CONSUMER_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6_000).default(30_000),
     /**
      * Policies of particular sessions or tenants, as JSON: {"tenant/session": {...}, "tenant": {...}}, each
