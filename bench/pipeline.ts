@@ -1,6 +1,8 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { cpus, loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 // The repository root is not a workspace package (it has no dependencies of its own), so the bench
 // reaches the packages through their public index files, and kafkajs through the contract's Bus.
@@ -8,6 +10,7 @@ import { Journal, startPipeline, waitUntilReady, type Env } from '../services/cl
 import {
   Bus,
   createPublisher,
+  provisionTopics,
   encodeBody,
   frame,
   sessionKey,
@@ -30,7 +33,9 @@ import { commonConfig, createLogger, parseConfig, z } from '../libs/service/src/
 // plus the validation latency (compaction record timestamp → its first decision's record timestamp).
 // Everything runs on topics and Redis keys of its own and is removed afterwards.
 //
-//   pnpm exec tsx bench/pipeline.ts [--sessions 200] [--turns 500] [--rate 0] [--partitions 4] [--timeline]
+//   pnpm exec tsx bench/pipeline.ts [--sessions 200] [--turns 500] [--rate 0] [--partitions 4] [--timeline] [--processes]
+//
+// --processes runs each service in its own process (as in production) instead of all four in this one.
 //
 // --rate N offers N turns/s (paced, both legs) instead of as fast as possible: the throughput ratio is
 // then meaningless (both legs run at the offered rate), but the latency is the one the 1,000 turns/s
@@ -52,6 +57,7 @@ const { values: flags } = parseArgs({
     partitions: { type: 'string', default: '4' },
     seed: { type: 'string', default: '1' },
     timeline: { type: 'boolean', default: false },
+    processes: { type: 'boolean', default: false },
   },
 });
 const positive = (name: string, raw: string, min = 1): number => {
@@ -310,11 +316,10 @@ async function main(): Promise<void> {
   process.stderr.write('baseline (before)…\n');
   const baselineBefore = await passthrough(bus.kafka, messages, 'before');
 
-  process.stderr.write('starting the pipeline…\n');
-  const pipeline = await startPipeline({ env, logger, port: 0 });
+  process.stderr.write(`starting the pipeline${flags.processes ? ' (one process per service)' : ''}…\n`);
+  const pipeline = flags.processes ? await serviceProcesses(env, bus) : await oneProcess(env);
   let outcome: string[] = [];
   try {
-    await waitUntilReady(pipeline.host);
     const keys = workload.map((turns) => sessionKey(tenantId, turns[0]!.sessionId));
     const journal = await Journal.open(pipeline.bus, keys);
     // The journal keeps no Kafka timestamps: a tail of our own, through the contract's consumer (which
@@ -448,6 +453,68 @@ async function main(): Promise<void> {
     await dropRedisKeys(config.REDIS_URL, `${redisPrefix}*`).catch(() => undefined);
   }
   process.stdout.write(`${outcome.join('\n')}\n`);
+}
+
+/** The pipeline as the bench drives it: a bus on its topics, and a way to stop it. */
+interface RunningPipeline {
+  readonly bus: Bus;
+  stop(): Promise<void>;
+}
+
+/** The four services in this process (the all-in-one `tidemark start`). */
+async function oneProcess(env: Env): Promise<RunningPipeline> {
+  const pipeline = await startPipeline({ env, logger: createLogger('bench', 'error'), port: 0 });
+  await waitUntilReady(pipeline.host);
+  return pipeline;
+}
+
+/**
+ * Each service in its own process, as in production, so the machine's cores are all used: `node --import
+ * tsx services/<name>/src/main.ts`, ready when its /readyz answers 200.
+ */
+async function serviceProcesses(env: Env, bus: Bus): Promise<RunningPipeline> {
+  await provisionTopics(await bus.admin(), bus.topics, { partitions });
+  const names = ['materializer', 'compactor', 'validator', 'resume'];
+  const children = names.map((name, index) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: fileURLToPath(new URL(`../services/${name}/`, import.meta.url)),
+      env: { ...process.env, ...env, HTTP_PORT: String(17_410 + index) },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    return { name, child, url: `http://127.0.0.1:${17_410 + index}/readyz` };
+  });
+  const stop = async () => {
+    await Promise.all(
+      children.map(
+        ({ child }) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            const force = setTimeout(() => child.kill('SIGKILL'), 15_000);
+            child.once('exit', () => {
+              clearTimeout(force);
+              resolve();
+            });
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
+  };
+  const deadline = Date.now() + 90_000;
+  for (const { name, url } of children) {
+    for (;;) {
+      const ready = await fetch(url).then(
+        (response) => response.status === 200,
+        () => false,
+      );
+      if (ready) break;
+      if (Date.now() > deadline) {
+        await stop();
+        throw new Error(`${name} not ready after 90 s`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  return { bus, stop };
 }
 
 await main();
