@@ -1,5 +1,11 @@
 import type { Admin, ITopicConfig } from 'kafkajs';
-import type { Compaction, DeadLetter, MarkerDecision, TurnEvent } from '@tidemark/core';
+import {
+  sessionKey,
+  type Compaction,
+  type DeadLetter,
+  type MarkerDecision,
+  type TurnEvent,
+} from '@tidemark/core';
 
 // Topics, keys and which records each topic carries: the one place that holds them.
 
@@ -45,9 +51,7 @@ export function topicNames(prefix = ''): TopicNames {
 }
 
 /** The key of every record of a session, on every topic: one session's events stay in one partition. */
-export function sessionKey(tenantId: string, sessionId: string): string {
-  return `${tenantId}/${sessionId}`;
-}
+export { sessionKey };
 
 /**
  * The registry subject of a record on a topic (TopicRecordNameStrategy), so that one topic can carry

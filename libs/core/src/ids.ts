@@ -19,6 +19,14 @@ export interface CompactionIdentity {
 }
 
 /**
+ * A session's key, `tenant/session`: the Kafka record key on every topic (so a session's events share a
+ * partition), the Redis hash tag of its keys, and the map key services group a batch by.
+ */
+export function sessionKey(tenantId: string, sessionId: string): string {
+  return `${tenantId}/${sessionId}`;
+}
+
+/**
  * The compaction id. L0 offsets are left out on purpose: they are positions in one broker's topic,
  * while seqs are the session's own, so ids survive a topic being re-created.
  */

@@ -15,7 +15,14 @@ export {
 export { TidemarkCoreError, type CoreErrorCode } from './errors.js';
 export { canonicalJson, compareText } from './canonical.js';
 export { sha256, sha256Hex } from './sha256.js';
-export { compactionIdOf, contextHashOf, markerIdOf, policyIdOf, type CompactionIdentity } from './ids.js';
+export {
+  compactionIdOf,
+  contextHashOf,
+  markerIdOf,
+  policyIdOf,
+  sessionKey,
+  type CompactionIdentity,
+} from './ids.js';
 export { estimateTokens, fitToBudget } from './tokens.js';
 
 export {

@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
-import type { Frame, MarkerDecision, MarkerEmitted } from '@tidemark/core';
+import { sessionKey, type Frame, type MarkerDecision, type MarkerEmitted } from '@tidemark/core';
 import type { Redis } from 'ioredis';
+import { luaScript, sessionTag } from './keys.js';
 
 // The validator's own state in Redis: per session, the frame and the trusted markers (the part of the
 // decision history the core reads), and which compactions were already decided. Everything here can be
@@ -95,8 +95,6 @@ interface FrameCommands {
   validatorConfirm(frameKey: string, decidedKey: string, ...args: string[]): Promise<number>;
 }
 
-const script = (name: string): string => readFileSync(new URL(`../lua/${name}.lua`, import.meta.url), 'utf8');
-
 export class FrameStore {
   readonly #redis: Redis & FrameCommands;
   readonly #prefix: string;
@@ -104,19 +102,16 @@ export class FrameStore {
   constructor(redis: Redis, options: { prefix?: string } = {}) {
     this.#prefix = options.prefix ?? 'tidemark:';
     // defineCommand is idempotent per name on a connection; several stores may share one.
-    redis.defineCommand('validatorRecord', { numberOfKeys: 2, lua: script('validator-record') });
-    redis.defineCommand('validatorConfirm', { numberOfKeys: 2, lua: script('validator-confirm') });
+    redis.defineCommand('validatorRecord', { numberOfKeys: 2, lua: luaScript('validator-record') });
+    redis.defineCommand('validatorConfirm', { numberOfKeys: 2, lua: luaScript('validator-confirm') });
     this.#redis = redis as Redis & FrameCommands;
   }
 
-  #tag(ref: SessionRef): string {
-    return `{${ref.tenantId}/${ref.sessionId}}`;
-  }
   #frameKey(ref: SessionRef): string {
-    return `${this.#prefix}frame:${this.#tag(ref)}`;
+    return `${this.#prefix}frame:${sessionTag(ref)}`;
   }
   #decidedKey(ref: SessionRef): string {
-    return `${this.#prefix}decided:${this.#tag(ref)}`;
+    return `${this.#prefix}decided:${sessionTag(ref)}`;
   }
   get #epochKey(): string {
     return `${this.#prefix}frames:epoch`;
@@ -299,7 +294,7 @@ export class FrameStore {
 
 /** The map key of a session in a load: `tenant/session`, as the contract's sessionKey. */
 export function sessionKeyOf(ref: SessionRef): string {
-  return `${ref.tenantId}/${ref.sessionId}`;
+  return sessionKey(ref.tenantId, ref.sessionId);
 }
 
 function unwrap(results: [Error | null, unknown][] | null): unknown[] {

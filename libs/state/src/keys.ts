@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { sessionKey } from '@tidemark/core';
 // The projection's Redis key layout. Every key starts with the configured prefix; a session's keys carry
 // the hash tag `{tenant/session}` (the same tag as the validator's frame keys), so one session's keys share
 // a Redis Cluster slot and one Lua script may touch them all atomically.
@@ -34,8 +36,21 @@ export interface SessionKeys {
   readonly skipped: string;
 }
 
+/**
+ * The Redis hash tag of a session: every key of one session carries it, so they share a Cluster slot
+ * and one script may touch them all.
+ */
+export function sessionTag(ref: { readonly tenantId: string; readonly sessionId: string }): string {
+  return `{${sessionKey(ref.tenantId, ref.sessionId)}}`;
+}
+
+/** A Lua script of `libs/state/lua/`, by file name (loaded once per store, with defineCommand). */
+export function luaScript(name: string): string {
+  return readFileSync(new URL(`../lua/${name}.lua`, import.meta.url), 'utf8');
+}
+
 export function sessionKeys(prefix: string, tenantId: string, sessionId: string): SessionKeys {
-  const base = `${prefix}proj:{${tenantId}/${sessionId}}:`;
+  const base = `${prefix}proj:${sessionTag({ tenantId, sessionId })}:`;
   return {
     meta: `${base}meta`,
     turns: `${base}turns`,

@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { planNodeId, type Compaction, type ResumePlan } from '@tidemark/core';
+import { planNodeId, sessionKey, type Compaction, type ResumePlan } from '@tidemark/core';
 import type { Redis } from 'ioredis';
+import { luaScript, sessionTag } from './keys.js';
 
 // The resume worker's state in Redis: per session, the decision history a plan needs (opaque JSON the
 // worker owns), the resume plan itself, and the compaction nodes plans start from. Everything here is
@@ -59,30 +59,25 @@ interface PlanCommands {
 
 const contextHashTtlSeconds = 7 * 24 * 3600;
 
-const script = (name: string): string => readFileSync(new URL(`../lua/${name}.lua`, import.meta.url), 'utf8');
-
 export class PlanStore {
   readonly #redis: Redis & PlanCommands;
   readonly #prefix: string;
 
   constructor(redis: Redis, options: { prefix?: string } = {}) {
     this.#prefix = options.prefix ?? 'tidemark:';
-    redis.defineCommand('tidemarkResumeCommit', { numberOfKeys: 1, lua: script('resume-commit') });
-    redis.defineCommand('tidemarkResumeRead', { numberOfKeys: 3, lua: script('resume-read') });
+    redis.defineCommand('tidemarkResumeCommit', { numberOfKeys: 1, lua: luaScript('resume-commit') });
+    redis.defineCommand('tidemarkResumeRead', { numberOfKeys: 3, lua: luaScript('resume-read') });
     this.#redis = redis as Redis & PlanCommands;
   }
 
-  #tag(ref: PlanSessionRef): string {
-    return `{${ref.tenantId}/${ref.sessionId}}`;
-  }
   #planKey(ref: PlanSessionRef): string {
-    return `${this.#prefix}resume:${this.#tag(ref)}`;
+    return `${this.#prefix}resume:${sessionTag(ref)}`;
   }
   #nodesKey(ref: PlanSessionRef): string {
-    return `${this.#prefix}resume-nodes:${this.#tag(ref)}`;
+    return `${this.#prefix}resume-nodes:${sessionTag(ref)}`;
   }
   #contextKey(ref: PlanSessionRef): string {
-    return `${this.#prefix}resume-ctx:${this.#tag(ref)}`;
+    return `${this.#prefix}resume-ctx:${sessionTag(ref)}`;
   }
   get #epochKey(): string {
     return `${this.#prefix}resume:epoch`;
@@ -219,7 +214,7 @@ export class PlanStore {
 
 /** The map key of a session in a load: `tenant/session`, as the contract's sessionKey. */
 export function planSessionKey(ref: PlanSessionRef): string {
-  return `${ref.tenantId}/${ref.sessionId}`;
+  return sessionKey(ref.tenantId, ref.sessionId);
 }
 
 /** The compaction a plan starts from (core's rule, re-exported for the store's readers). */

@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import {
   validateChange,
   compareText,
+  sessionKey,
   TidemarkCoreError,
   validateTurn,
   type ApplyResult,
@@ -25,6 +25,7 @@ import {
   lookupBounds,
   lookupMember,
   lookupMemberFact,
+  luaScript,
   memberFact,
   rebuildingKey,
   sessionKeyPattern,
@@ -55,12 +56,11 @@ declare module 'ioredis' {
 /** Turns per apply script call: bounds how long one call holds Redis (about 15 µs a turn). */
 const maxTurnsPerCall = 256;
 
-const script = (name: string): string => readFileSync(new URL(`../lua/${name}.lua`, import.meta.url), 'utf8');
 const scripts = {
-  apply: script('projection-apply-turns'),
-  stateAt: script('projection-state-at'),
-  watermark: script('projection-watermark'),
-  markBroken: script('projection-mark-broken'),
+  apply: luaScript('projection-apply-turns'),
+  stateAt: luaScript('projection-state-at'),
+  watermark: luaScript('projection-watermark'),
+  markBroken: luaScript('projection-mark-broken'),
 };
 
 /** A turn as read from turns.l0: the event and where it lives. */
@@ -218,7 +218,7 @@ export class Projection {
         slots.push(null);
         continue;
       }
-      const id = `${turn.tenantId}/${turn.sessionId}`;
+      const id = sessionKey(turn.tenantId, turn.sessionId);
       let session = sessions.get(id);
       // A session's turns beyond a bound go to a further call (queued after it, so still in order): one
       // script holds Redis for as long as it runs, and readers wait behind it.

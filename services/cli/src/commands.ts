@@ -1,7 +1,7 @@
 import { replayCommand } from '@tidemark/compactor';
 import { definePolicy, type Policy } from '@tidemark/core';
 import { createResumeClient, type ResumeLibraryClient } from '@tidemark/resume';
-import type { Bus } from '@tidemark/contract';
+import { sessionKey, type Bus } from '@tidemark/contract';
 import { loadScenarios, type ScenarioSession } from '@tidemark/scenarios';
 import { commonConfig, createLogger, parseConfig, z } from '@tidemark/service';
 import { Command, InvalidArgumentError } from 'commander';
@@ -145,7 +145,7 @@ function inspectCommand(env: Env): Command {
     .action((ref: SessionRef) =>
       withResumeClient(env, async (bus, client) => {
         note('reading the compactions and markers topics…');
-        const journal = await Journal.open(bus, [`${ref.tenantId}/${ref.sessionId}`]);
+        const journal = await Journal.open(bus, [sessionKey(ref.tenantId, ref.sessionId)]);
         await journal.caughtUp();
         await journal.close();
         const resume = await client.resume(ref.tenantId, ref.sessionId);

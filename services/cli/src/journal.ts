@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sessionKey, type Bus, type EventConsumer } from '@tidemark/contract';
 import type { Compaction, MarkerDecision } from '@tidemark/core';
+import { decisionIdentity } from './settle.js';
 
 // A read-only tail of the compactions and markers topics, grouped by session: what `inspect`, the demo
 // report and the end-to-end tests look at. It joins throwaway consumer groups, so it never moves the
@@ -101,7 +102,5 @@ export class Journal {
 // A compaction is its id (content-derived); a marker has at most one decision per type and cause
 // (emitted, invalid on its check, invalid after a depth change), each with fixed bytes.
 function identityOf(value: Compaction | MarkerDecision): string {
-  return 'compactionId' in value && 'claims' in value
-    ? `c:${value.compactionId}`
-    : `m:${value.markerId}:${value.type}:${value.type === 'marker_invalid' ? value.cause : ''}`;
+  return 'claims' in value ? `c:${value.compactionId}` : `m:${decisionIdentity(value)}`;
 }

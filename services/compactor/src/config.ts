@@ -1,4 +1,4 @@
-import { defaultPolicy, definePolicy, type Policy } from '@tidemark/core';
+import { defaultPolicy, definePolicy, sessionKey, type Policy } from '@tidemark/core';
 import { commonConfig, ConfigError, z, groupNamed } from '@tidemark/service';
 
 // The compactor's configuration: where the stack is (commonConfig), the compaction policy (each field
@@ -98,7 +98,7 @@ export function policiesOf(config: CompactorConfig): Policies {
     base,
     overrides,
     policyFor: ({ tenantId, sessionId }) =>
-      overrides[`${tenantId}/${sessionId}`] ?? overrides[tenantId] ?? base,
+      overrides[sessionKey(tenantId, sessionId)] ?? overrides[tenantId] ?? base,
   };
 }
 

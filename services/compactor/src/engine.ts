@@ -1,4 +1,4 @@
-import type { DecodedRecord, EventProducer } from '@tidemark/contract';
+import { sessionKey, type DecodedRecord, type EventProducer } from '@tidemark/contract';
 import {
   canonicalJson,
   compareText,
@@ -91,7 +91,7 @@ export class CompactionEngine {
     for (const record of records) {
       const { tenantId, sessionId } = record.value;
       if (this.#o.accepts !== undefined && !this.#o.accepts({ tenantId, sessionId })) continue;
-      const key = `${tenantId}/${sessionId}`;
+      const key = sessionKey(tenantId, sessionId);
       const list = bySession.get(key);
       if (list === undefined) bySession.set(key, [record]);
       else list.push(record);

@@ -1,4 +1,4 @@
-import type { TurnEvent } from '@tidemark/core';
+import { sessionKey, type TurnEvent } from '@tidemark/core';
 import type { Redis } from 'ioredis';
 import { emptyWindow, type Compacted, type SessionWindow } from './window.js';
 
@@ -39,7 +39,7 @@ export class CompactorStore {
   }
 
   #session(ref: SessionRef): string {
-    return `${this.#base}{${ref.tenantId}/${ref.sessionId}}:`;
+    return `${this.#base}{${sessionKey(ref.tenantId, ref.sessionId)}}:`;
   }
 
   /** Whether the namespace exists; false after a Redis flush (or before the first start). */

@@ -1,6 +1,7 @@
 import {
   buildResumeContext,
   planNodeId,
+  sessionKey,
   TidemarkCoreError,
   type Compaction,
   type Frame,
@@ -169,7 +170,7 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClient {
         fromOffset: start.offset,
         // Read forward until the last applied seq is found (or the end of the partition).
         toOffset: Number.MAX_SAFE_INTEGER,
-        key: `${tenantId}/${sessionId}`,
+        key: sessionKey(tenantId, sessionId),
         fromSeq: plan.rawFromSeq,
         toSeq: rawToSeq,
       });
