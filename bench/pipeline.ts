@@ -1,12 +1,17 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { connect } from 'node:net';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 // The repository root is not a workspace package (it has no dependencies of its own), so the bench
 // reaches the packages through their public index files, and kafkajs through the contract's Bus.
-import { Journal, startPipeline, waitUntilReady, type Env } from '../services/cli/src/index.js';
+import {
+  dropDeployment,
+  Journal,
+  startPipeline,
+  waitUntilReady,
+  type Env,
+} from '../services/cli/src/index.js';
 import {
   Bus,
   createPublisher,
@@ -244,28 +249,6 @@ async function sampleStages(kafka: Kafka, topics: TopicNames) {
   };
 }
 
-/** Deletes the run's Redis keys in one round trip (a SCAN/UNLINK script), over a bare RESP connection. */
-function dropRedisKeys(url: string, pattern: string): Promise<string> {
-  const script =
-    "local c='0' local n=0 repeat local r=redis.call('SCAN',c,'MATCH',ARGV[1],'COUNT',1000) c=r[1] " +
-    "for _,k in ipairs(r[2]) do redis.call('UNLINK',k) n=n+1 end until c=='0' return n";
-  const parts = ['EVAL', script, '0', pattern];
-  const payload = `*${parts.length}\r\n${parts.map((p) => `$${Buffer.byteLength(p)}\r\n${p}\r\n`).join('')}`;
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    let reply = '';
-    const socket = connect(Number(port || 6379), hostname, () => socket.write(payload));
-    socket.on('data', (data) => {
-      reply += data.toString();
-      if (reply.endsWith('\r\n')) {
-        socket.end();
-        resolve(reply.trim());
-      }
-    });
-    socket.on('error', reject);
-  });
-}
-
 async function main(): Promise<void> {
   const loadBefore = load();
   const workload = generateWorkload({ tenantId, sessions, turns: turnsPerSession, seed });
@@ -447,10 +430,8 @@ async function main(): Promise<void> {
     }
   } finally {
     await pipeline.stop();
-    const admin = await bus.admin();
-    await admin.deleteTopics({ topics: Object.values(topics), timeout: 10_000 }).catch(() => undefined);
     await bus.disconnect();
-    await dropRedisKeys(config.REDIS_URL, `${redisPrefix}*`).catch(() => undefined);
+    await dropDeployment(env).catch(() => undefined);
   }
   process.stdout.write(`${outcome.join('\n')}\n`);
 }

@@ -1,4 +1,4 @@
-import { decisionIdentity, Journal, provision, type SessionJournal } from '@tidemark/cli';
+import { decisionIdentity, dropDeployment, Journal, provision, type SessionJournal } from '@tidemark/cli';
 import { createPublisher, sessionKey, type Bus } from '@tidemark/contract';
 import {
   boundaryQuery,
@@ -20,7 +20,6 @@ import { createLogger } from '@tidemark/service';
 import { Projection } from '@tidemark/state';
 import { endpoints, uniqueName } from '@tidemark/test-infra';
 import { Redis } from 'ioredis';
-import { Kafka, logLevel } from 'kafkajs';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import {
   killHard,
@@ -191,18 +190,7 @@ describe('SIGKILL chaos across the four services', () => {
         await journal?.close();
         await tap?.close();
         await bus.disconnect();
-        const admin = new Kafka({
-          clientId: `${run}-cleanup`,
-          brokers: kafkaBrokers,
-          logLevel: logLevel.NOTHING,
-        }).admin();
-        await admin.connect();
-        await admin
-          .deleteTopics({ topics: Object.values(bus.topics), timeout: 10_000 })
-          .catch(() => undefined);
-        await admin.disconnect();
-        const keys = await redis.keys(`${redisPrefix}*`);
-        if (keys.length > 0) await redis.del(...keys);
+        await dropDeployment(common);
         redis.disconnect();
       });
 

@@ -1,10 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { demoEnv, startPipeline, waitUntilReady, type Env, type Pipeline } from '@tidemark/cli';
+import {
+  demoEnv,
+  dropDeployment,
+  startPipeline,
+  waitUntilReady,
+  type Env,
+  type Pipeline,
+} from '@tidemark/cli';
 import type { ScenarioSession } from '@tidemark/scenarios';
 import { createLogger } from '@tidemark/service';
 import { endpoints } from '@tidemark/test-infra';
-import { Kafka, logLevel } from 'kafkajs';
-import { Redis } from 'ioredis';
 
 // The whole pipeline for one end-to-end test file, on topics and Redis keys of its own, torn down after.
 
@@ -30,20 +35,8 @@ export async function e2ePipeline(
   const pipeline = await startPipeline({ env, logger, port: 0 });
   await waitUntilReady(pipeline.host);
   const stop = async () => {
-    const topics = Object.values(pipeline.bus.topics);
     await pipeline.stop();
-    const admin = new Kafka({
-      clientId: `e2e-cleanup-${run}`,
-      brokers: kafkaBrokers,
-      logLevel: logLevel.NOTHING,
-    }).admin();
-    await admin.connect();
-    await admin.deleteTopics({ topics, timeout: 10_000 }).catch(() => undefined);
-    await admin.disconnect();
-    const redis = new Redis(redisUrl);
-    const keys = await redis.keys(`e2e-${run}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-    redis.disconnect();
+    await dropDeployment(env);
   };
   return { pipeline, env, stop };
 }

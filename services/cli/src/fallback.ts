@@ -9,7 +9,7 @@ import {
 } from '@tidemark/scenarios';
 import { commonConfig, parseConfig, z, type Logger } from '@tidemark/service';
 import { Journal } from './journal.js';
-import { startPipeline, waitUntilReady, type Env } from './pipeline.js';
+import { dropDeployment, startPipeline, waitUntilReady, type Env } from './pipeline.js';
 import { settle } from './settle.js';
 
 // The fallback report: a generated workload through the real pipeline, once per summarizer (each as its
@@ -146,37 +146,13 @@ export async function runFallbackReport(options: FallbackReportOptions): Promise
     };
   } finally {
     await pipeline.stop();
-    await dropRun(pipeline, config);
+    // The report's topics and keys are its own: leave nothing behind.
+    await dropDeployment(env);
   }
 }
 
 const tenantId = (turns: readonly { tenantId: string }[]): string => turns[0]?.tenantId ?? '';
 const sessionIdOf = (turns: readonly { sessionId: string }[]): string => turns[0]?.sessionId ?? '';
-
-/** The report's topics and keys are its own; leave nothing behind. */
-async function dropRun(
-  pipeline: { bus: { topics: Record<string, string> } },
-  config: { REDIS_URL: string; REDIS_PREFIX: string; KAFKA_BROKERS: string[] },
-): Promise<void> {
-  const { Kafka, logLevel } = await import('kafkajs');
-  const { Redis } = await import('ioredis');
-  const admin = new Kafka({
-    clientId: 'tidemark-report-cleanup',
-    brokers: config.KAFKA_BROKERS,
-    logLevel: logLevel.NOTHING,
-  }).admin();
-  await admin.connect();
-  await admin.deleteTopics({ topics: Object.values(pipeline.bus.topics) }).catch(() => undefined);
-  await admin.disconnect();
-  const redis = new Redis(config.REDIS_URL);
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${config.REDIS_PREFIX}*`, 'COUNT', 1000);
-    if (keys.length > 0) await redis.unlink(...keys);
-    cursor = next;
-  } while (cursor !== '0');
-  redis.disconnect();
-}
 
 const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
 

@@ -1,6 +1,7 @@
 // @tidemark/cli: the `tidemark` command, and the pieces the end-to-end tests drive directly.
 export { tidemarkProgram, demoEnv, demoToken } from './commands.js';
 export {
+  dropDeployment,
   provision,
   startPipeline,
   waitUntilReady,

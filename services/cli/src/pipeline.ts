@@ -1,5 +1,7 @@
 import { compactorConfigSchema, createCompactor } from '@tidemark/compactor';
 import { Bus, provisionTopics, topicNames } from '@tidemark/contract';
+import { Redis } from 'ioredis';
+import { Kafka, logLevel } from 'kafkajs';
 import { createMaterializer, materializerConfigSchema } from '@tidemark/materializer';
 import { createResume, resumeConfigSchema, type ResumeService } from '@tidemark/resume';
 import {
@@ -95,5 +97,37 @@ export async function waitUntilReady(host: ServiceHost, timeoutMs = 60_000): Pro
       throw new Error(`not ready after ${timeoutMs} ms: ${waiting.join(', ')}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/**
+ * Removes a deployment's topics and Redis keys (by its TOPIC_PREFIX and REDIS_PREFIX): for runs that are
+ * their own deployment (the fallback report, tests, benchmarks) and must leave nothing behind. Best
+ * effort: a topic or key already gone is not an error.
+ */
+export async function dropDeployment(env: Env): Promise<void> {
+  const config = parseConfig(z.object(commonConfig), env);
+  const admin = new Kafka({
+    clientId: 'tidemark-cleanup',
+    brokers: config.KAFKA_BROKERS,
+    logLevel: logLevel.NOTHING,
+  }).admin();
+  await admin.connect();
+  try {
+    const topics = Object.values(topicNames(config.TOPIC_PREFIX));
+    await admin.deleteTopics({ topics, timeout: 10_000 }).catch(() => undefined);
+  } finally {
+    await admin.disconnect();
+  }
+  const redis = new Redis(config.REDIS_URL);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${config.REDIS_PREFIX}*`, 'COUNT', 1000);
+      if (keys.length > 0) await redis.unlink(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
   }
 }
