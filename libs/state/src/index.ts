@@ -16,7 +16,6 @@ export { StateError, type StateErrorCode } from './errors.js';
 export {
   PlanStore,
   planNodeId,
-  planSessionKey,
   type LoadedPlanSession,
   type PlanRead,
   type PlanSessionRef,

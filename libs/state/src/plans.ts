@@ -125,7 +125,7 @@ export class PlanStore {
       const [v, e, s] = replies[i + 1] as (string | null)[];
       const version = v === null || v === undefined ? 0 : Number(v);
       // A session of another epoch keeps its version for the write's guard, but none of its content.
-      loaded.set(planSessionKey(ref), { version, state: e === epoch ? (s ?? null) : null });
+      loaded.set(sessionKey(ref.tenantId, ref.sessionId), { version, state: e === epoch ? (s ?? null) : null });
     });
     return { ok: true, epoch, sessions: loaded };
   }
@@ -210,11 +210,6 @@ export class PlanStore {
       } while (cursor !== '0');
     }
   }
-}
-
-/** The map key of a session in a load: `tenant/session`, as the contract's sessionKey. */
-export function planSessionKey(ref: PlanSessionRef): string {
-  return sessionKey(ref.tenantId, ref.sessionId);
 }
 
 /** The compaction a plan starts from (core's rule, re-exported for the store's readers). */

@@ -1,6 +1,6 @@
 import type { Compaction, MarkerDecision } from '@tidemark/core';
 import type { Bus, DecodedRecord, EventConsumer } from '@tidemark/contract';
-import { planSessionKey, type PlanStore, type PlanWrite } from '@tidemark/state';
+import { sessionKeyOf, type PlanStore, type PlanWrite } from '@tidemark/state';
 import type { Logger } from 'pino';
 import type { ResumeMetrics } from './metrics.js';
 import { applyDecisions, emptySessionState, type SessionPlanState } from './session-plan.js';
@@ -110,7 +110,7 @@ export class ResumeWorker {
       { tenantId: string; sessionId: string; records: { offset: number; decision: MarkerDecision }[] }
     >();
     for (const { raw, value } of records) {
-      const key = planSessionKey(value);
+      const key = sessionKeyOf(value);
       let entry = bySession.get(key);
       if (entry === undefined) {
         entry = { tenantId: value.tenantId, sessionId: value.sessionId, records: [] };
@@ -129,12 +129,12 @@ export class ResumeWorker {
       if (!loaded.ok) return this.#storeLost();
       epoch = loaded.epoch;
       for (const ref of missing) {
-        const stored = loaded.sessions.get(planSessionKey(ref))!;
+        const stored = loaded.sessions.get(sessionKeyOf(ref))!;
         const state =
           stored.state === null
             ? emptySessionState(ref.tenantId, ref.sessionId)
             : (JSON.parse(stored.state) as SessionPlanState);
-        this.#remember(planSessionKey(ref), { epoch: loaded.epoch, version: stored.version, state });
+        this.#remember(sessionKeyOf(ref), { epoch: loaded.epoch, version: stored.version, state });
       }
     }
 
