@@ -125,7 +125,10 @@ export class PlanStore {
       const [v, e, s] = replies[i + 1] as (string | null)[];
       const version = v === null || v === undefined ? 0 : Number(v);
       // A session of another epoch keeps its version for the write's guard, but none of its content.
-      loaded.set(sessionKey(ref.tenantId, ref.sessionId), { version, state: e === epoch ? (s ?? null) : null });
+      loaded.set(sessionKey(ref.tenantId, ref.sessionId), {
+        version,
+        state: e === epoch ? (s ?? null) : null,
+      });
     });
     return { ok: true, epoch, sessions: loaded };
   }
