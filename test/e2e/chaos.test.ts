@@ -1,18 +1,13 @@
-import { decisionIdentity, dropDeployment, Journal, provision, type SessionJournal } from '@tidemark/cli';
+import { decisionIdentity, dropDeployment, Journal, provision } from '@tidemark/cli';
 import { createPublisher, sessionKey, type Bus } from '@tidemark/contract';
 import {
   boundaryQuery,
   canonicalJson,
-  decideResume,
   definePolicy,
   foldTurns,
-  runReference,
   seededRandom,
-  trustedMarkers,
   type MarkerDecision,
   type Policy,
-  type ReferenceRun,
-  type TurnEvent,
 } from '@tidemark/core';
 import { createResumeClient, type ResumeLibraryClient } from '@tidemark/resume';
 import { generateWorkload } from '@tidemark/scenarios';
@@ -32,6 +27,7 @@ import {
   type ServiceName,
   type ServiceProcess,
 } from './chaos-harness.js';
+import { differences, expectationsOf, sleep, until, type Expected } from './reference-check.js';
 
 // The design's first reliability claim, end to end: the four services as separate processes, SIGKILLed
 // one at a time on a seeded random schedule while a workload is published, and restarted. Once all of
@@ -56,49 +52,6 @@ function logFacts(d: MarkerDecision): unknown {
   if (d.type === 'marker_emitted') return d;
   const { fallback: _fallback, violations, ...rest } = d;
   return { ...rest, violations: violations.filter((v) => v.condition !== 'depth') };
-}
-
-async function until(predicate: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) return false;
-    await sleep(100);
-  }
-  return true;
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-interface Expected {
-  readonly tenantId: string;
-  readonly sessionId: string;
-  readonly turns: readonly TurnEvent[];
-  readonly reference: ReferenceRun;
-  /** The marker the resume plan starts from (the plan's marker, or the raw checkpoint's). */
-  readonly planMarker: string | null;
-}
-
-/** What settle.ts calls "holds": every reference compaction, a decision per marker, the same trusted set. */
-function differences(journal: SessionJournal, expected: Expected): string[] {
-  const { reference } = expected;
-  const compactions = new Set(journal.compactions.map((c) => c.compactionId));
-  const decided = new Set(journal.decisions.map((d) => d.markerId));
-  const referenceMarkers = new Set(reference.decisions.map((d) => d.markerId));
-  const trusted = (decisions: readonly MarkerDecision[]) =>
-    trustedMarkers(decisions)
-      .map((d) => d.markerId)
-      .filter((id) => referenceMarkers.has(id))
-      .sort();
-  const problems: string[] = [];
-  const missing = reference.compactions.filter((c) => !compactions.has(c.compactionId));
-  if (missing.length > 0)
-    problems.push(`missing compactions ${missing.map((c) => c.compactionId).join(' ')}`);
-  const undecided = [...referenceMarkers].filter((id) => !decided.has(id));
-  if (undecided.length > 0) problems.push(`undecided markers ${undecided.join(' ')}`);
-  const want = trusted(reference.decisions).join(' ');
-  const have = trusted(journal.decisions).join(' ');
-  if (want !== have) problems.push(`trusted markers [${have}], the reference trusts [${want}]`);
-  return problems;
 }
 
 describe('SIGKILL chaos across the four services', () => {
@@ -252,31 +205,7 @@ describe('SIGKILL chaos across the four services', () => {
       // the turns really have (so compactions and decisions compare byte for byte, not by id alone).
       const total = () => [...tap.positions.values()].reduce((sum, seqs) => sum + seqs.size, 0);
       expect(await until(() => total() === sessions * turnsPerSession, 30_000)).toBe(true);
-      const expected: Expected[] = workload.map((turns, index) => {
-        const { tenantId: tenant, sessionId } = turns[0]!;
-        const positions = tap.positions.get(sessionKey(tenant, sessionId))!;
-        const reference = runReference(turns, {
-          policy: policyOf(index),
-          maxRepairs: 1,
-          compactorVersion: 'tidemark-compactor/1',
-          l0Partition: positions.get(1)!.partition,
-          offsetOf: (seq) => positions.get(seq)!.offset,
-        });
-        const plan = decideResume({
-          tenantId: tenant,
-          sessionId,
-          l0Partition: 0,
-          frame: reference.frame,
-          decisions: reference.decisions,
-        });
-        return {
-          tenantId: tenant,
-          sessionId,
-          turns,
-          reference,
-          planMarker: plan.mode === 'digest' ? plan.marker.markerId : plan.checkpoint.markerId,
-        };
-      });
+      const expected = expectationsOf(workload, tap, { policyOf, maxRepairs: 1 });
 
       // Quiet: every session holds what its reference does and resumes from the reference's marker.
       const resumeClient = createResumeClient({ redis, redisPrefix, bus });

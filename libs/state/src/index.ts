@@ -13,6 +13,7 @@ export {
   type Watermark,
 } from './projection.js';
 export { StateError, type StateErrorCode } from './errors.js';
+export { escapeGlob, sessionTag } from './keys.js';
 export {
   PlanStore,
   planNodeId,

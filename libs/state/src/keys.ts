@@ -76,7 +76,8 @@ export function sessionKeyPattern(prefix: string): string {
   return `${escapeGlob(prefix)}proj:\\{*`;
 }
 
-function escapeGlob(text: string): string {
+/** `text` matched literally in a SCAN/KEYS pattern. */
+export function escapeGlob(text: string): string {
   return text.replace(/[*?[\]\\{}^-]/g, (c) => `\\${c}`);
 }
 

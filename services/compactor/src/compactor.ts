@@ -5,8 +5,8 @@ import { Projection } from '@tidemark/state';
 import { Redis } from 'ioredis';
 import type { Admin } from 'kafkajs';
 import { policiesOf, type CompactorConfig } from './config.js';
-import { CompactionEngine, engineMetrics, namespaceOf, summarizers, WindowsLostError } from './engine.js';
-import { CompactorStore } from './store.js';
+import { CompactionEngine, engineMetrics, namespaceOf, summarizers } from './engine.js';
+import { CompactorStore, WindowsLostError } from './store.js';
 
 // The compactor service: turns.l0 → windows → compactions; markers (MarkerInvalid of its own nodes) →
 // strict repairs. A shell around the engine: config, wiring, two consumers, readiness, shutdown.
@@ -58,34 +58,79 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
         try {
           await engine!.onTurns(records);
         } catch (error) {
-          if (error instanceof WindowsLostError) rebuild();
+          if (error instanceof WindowsLostError) rebuild(error.detail);
           throw error;
         }
       },
     });
 
+  const markersConsumer = (b: Bus): EventConsumer =>
+    b.consumer({
+      groupId: markersGroup,
+      role: 'markers',
+      sessionTimeout: config.CONSUMER_SESSION_TIMEOUT_MS,
+      onBatch: async (records) => {
+        await engine!.onMarkers(records);
+      },
+    });
+
   /**
-   * Redis lost the windows (flushed) while running: every window is rebuilt by reading turns.l0 again
-   * from the start. Nothing is lost (turns.l0 keeps everything) and what is recomputed is published again
-   * under the same ids with the same bytes. Runs outside the batch that noticed (a consumer cannot stop
-   * itself from inside its own batch).
+   * Builds the namespace anew from the topics: both consumers stopped, every key of the namespace
+   * deleted under a new epoch, turns.l0 replayed from the start; then the markers topic from the start,
+   * once the replay has passed every turn that was on turns.l0 when it began. That order matters: a
+   * decision is acted on only with its node's seed in the store, and a seed comes back only when the
+   * replay recomputes its node, so a MarkerInvalid read while Redis was empty is read again, after its
+   * seed, and its repair is not lost. What is recomputed is published again under the same ids with the
+   * same bytes (duplicates, harmless).
    */
-  const rebuild = (): void => {
+  const replayFromStart = async (reason: string): Promise<void> => {
+    const began = Date.now();
+    await Promise.all([turns?.stop(), markers?.stop()]);
+    // Until it succeeds: a rebuild that gave up would leave the compactor stopped for good.
+    for (let attempt = 1, pause = 500; !stopped; attempt++, pause = Math.min(pause * 2, 10_000)) {
+      try {
+        const admin = await bus!.admin();
+        const ends = await admin.fetchTopicOffsets(topics.turns);
+        await restartFromEarliest(admin, config.GROUP_ID, topics.turns, logger);
+        await restartFromEarliest(admin, markersGroup, topics.markers, logger);
+        const deleted = await store!.reset(randomUUID());
+        if (stopped) return;
+        turns = turnsConsumer(bus!);
+        await turns.run();
+        logger.info(
+          { namespace, reason, deletedKeys: deleted, attempt },
+          'compactor windows cleared; replaying turns.l0 from the start',
+        );
+        await committedUpTo(admin, config.GROUP_ID, topics.turns, ends, () => stopped);
+        if (stopped) return;
+        markers = markersConsumer(bus!);
+        await markers.run();
+        logger.info({ namespace, ms: Date.now() - began }, 'compactor rebuilt: replaying the markers topic');
+        return;
+      } catch (error) {
+        logger.warn(
+          { err: error, attempt, retryInMs: pause },
+          'rebuilding the compactor state failed; retrying',
+        );
+        await Promise.all([turns?.stop(), markers?.stop()]).catch(() => undefined);
+        await new Promise((resolve) => setTimeout(resolve, pause));
+      }
+    }
+  };
+
+  /**
+   * Redis lost the compactor's state while running: rebuilt from the topics (replayFromStart), outside
+   * the batch that noticed (a consumer cannot stop itself from inside its own batch).
+   */
+  const rebuild = (reason: string, lost = true): void => {
     if (rebuilding !== null || stopped) return;
-    rebuilding = (async () => {
-      logger.warn({ namespace }, 'compactor state lost: rebuilding windows from the start of turns.l0');
-      await turns?.stop();
-      const admin = await bus!.admin();
-      await restartFromEarliest(admin, config.GROUP_ID, topics.turns, logger);
-      await store!.setEpoch(randomUUID());
-      if (stopped) return;
-      turns = turnsConsumer(bus!);
-      await turns.run();
-    })()
-      .catch((error: unknown) => logger.error({ err: error }, 'rebuilding the compactor windows failed'))
-      .finally(() => {
-        rebuilding = null;
-      });
+    if (lost)
+      logger.warn({ namespace, reason }, 'compactor state lost: rebuilding it from the start of the topics');
+    else
+      logger.info({ namespace, reason }, 'compactor state absent: building it from the start of the topics');
+    rebuilding = replayFromStart(reason).finally(() => {
+      rebuilding = null;
+    });
   };
 
   return {
@@ -103,12 +148,7 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
       await provisionTopics(admin, topics, { partitions: config.PARTITIONS });
       redis = deps.redis ?? new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
       store = new CompactorStore(redis, { prefix: config.REDIS_PREFIX, namespace });
-      if (!(await store.hasEpoch())) {
-        // A new namespace (first start, new policy or generation) or a flushed Redis: the windows are
-        // built from the start of turns.l0, whatever the group had committed before.
-        await restartFromEarliest(admin, config.GROUP_ID, topics.turns, logger);
-        await store.setEpoch(randomUUID());
-      }
+      const lost = !(await store.hasEpoch());
       producer = await bus.producer();
       engine = new CompactionEngine({
         policyFor: policies.policyFor,
@@ -123,16 +163,16 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
         metrics,
         logger,
       });
-      turns = turnsConsumer(bus);
-      markers = bus.consumer({
-        groupId: markersGroup,
-        role: 'markers',
-        sessionTimeout: config.CONSUMER_SESSION_TIMEOUT_MS,
-        onBatch: async (records) => {
-          await engine!.onMarkers(records);
-        },
-      });
-      await Promise.all([turns.run(), markers.run()]);
+      if (lost) {
+        // A new namespace (first start, new policy or generation) or a lost Redis: the state is built
+        // from the start of the topics, whatever the groups had committed before (and whatever a batch
+        // of an earlier epoch left in Redis). Not ready until it has.
+        rebuild('no epoch at start (a new namespace, or Redis lost it)', false);
+      } else {
+        turns = turnsConsumer(bus);
+        markers = markersConsumer(bus);
+        await Promise.all([turns.run(), markers.run()]);
+      }
       logger.info(
         {
           namespace,
@@ -156,6 +196,23 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
       return !stopped && rebuilding === null && (turns?.ready() ?? false) && (markers?.ready() ?? false);
     },
   };
+}
+
+/** Resolves once the group has committed, on every partition, at least the given end offsets. */
+async function committedUpTo(
+  admin: Admin,
+  groupId: string,
+  topic: string,
+  ends: readonly { partition: number; high: string; low: string }[],
+  cancelled: () => boolean,
+): Promise<void> {
+  const wanted = ends.filter((e) => Number(e.high) > Number(e.low));
+  while (!cancelled()) {
+    const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+    const at = new Map(committed?.partitions.map((p) => [p.partition, Number(p.offset)]) ?? []);
+    if (wanted.every((e) => (at.get(e.partition) ?? -1) >= Number(e.high))) return;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
 
 /** Points the group at the start of the topic (a group with members cannot be moved: logged, left). */

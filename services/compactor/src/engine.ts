@@ -17,7 +17,7 @@ import {
 import { Counter, Gauge, Histogram, type Registry } from '@tidemark/service';
 import type { Projection } from '@tidemark/state';
 import type { Logger } from 'pino';
-import type { CompactorStore, SessionRef, WindowUpdate } from './store.js';
+import { WindowsLostError, type CompactorStore, type SessionRef, type WindowUpdate } from './store.js';
 import {
   ingest,
   repairable,
@@ -59,15 +59,6 @@ export class StateUnavailableError extends Error {
     readonly session: string,
   ) {
     super(`the materialized state of ${session} is not available (${reason}); the batch will be retried`);
-  }
-}
-
-/** Redis lost the compactor's namespace (flushed) since it started: its windows must be rebuilt from L0. */
-export class WindowsLostError extends Error {
-  override readonly name = 'WindowsLostError';
-  readonly retriable = false;
-  constructor() {
-    super('the compactor state in Redis was lost; windows must be rebuilt from turns.l0');
   }
 }
 
@@ -136,6 +127,7 @@ export class CompactionEngine {
         const kept = new Set(result.window.turns.map((t) => t.seq));
         updates.push({
           window: result.window,
+          loaded: loaded.versions[index]!,
           added: result.accepted.filter((t) => kept.has(t.seq)),
           dropped: start.turns.filter((t) => !kept.has(t.seq)).map((t) => t.seq),
         });
@@ -235,7 +227,10 @@ export class CompactionEngine {
         projection.epoch(),
       ]);
       if (epoch !== null && watermark.appliedSeq >= query.toSeq) {
-        return { ok: true, state: await projection.stateAt(query) };
+        // The state's own watermark, read in the same step as it, must cover the span too: Redis may
+        // have been lost (and the projection be rebuilding) between the two reads.
+        const state = await projection.stateAt(query);
+        if (state.appliedSeq >= query.toSeq) return { ok: true, state };
       }
       if (epoch !== null && watermark.broken !== null && watermark.broken.seq <= watermark.appliedSeq + 1) {
         // Stuck behind a refused turn that this window accepted: waiting will not help.

@@ -82,7 +82,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
     const total = offsets.reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
 
     const store = new CompactorStore(redis, { prefix: redisPrefix, namespace });
-    if (!(await store.hasEpoch())) await store.setEpoch(randomUUID());
+    if (!(await store.hasEpoch())) await store.reset(randomUUID());
     const summarizer = summarizerFor(options.policy.summarizer, {
       baseUrl: options.modelBaseUrl,
       apiKey: options.modelApiKey,

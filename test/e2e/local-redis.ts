@@ -1,0 +1,113 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+// A redis-server of a test's own (the same binary the stack runs), on a free loopback port, that the test
+// may kill, freeze and restart without touching the shared stack. Nothing on disk: a restart comes back
+// empty, as a real Redis without persistence does.
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function answers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.write('PING\r\n');
+    });
+    socket.once('data', (data) => {
+      socket.destroy();
+      resolve(data.toString().startsWith('+PONG'));
+    });
+    socket.once('error', () => resolve(false));
+    socket.setTimeout(500, () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
+}
+
+export class LocalRedis {
+  readonly #dir = mkdtempSync(join(tmpdir(), 'tidemark-redis-'));
+  #child: ChildProcess | null = null;
+  #exited: Promise<void> = Promise.resolve();
+
+  private constructor(readonly port: number) {}
+
+  static async start(): Promise<LocalRedis> {
+    const redis = new LocalRedis(await freePort());
+    await redis.restart();
+    return redis;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  /** Starts the server (empty) on its port and waits until it answers PING. */
+  async restart(): Promise<void> {
+    if (this.#child !== null) throw new Error('redis-server is already running');
+    const child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        this.#dir,
+      ],
+      { stdio: 'ignore' },
+    );
+    this.#child = child;
+    this.#exited = new Promise((resolve) => child.once('exit', () => resolve()));
+    void this.#exited.then(() => {
+      if (this.#child === child) this.#child = null;
+    });
+    const deadline = Date.now() + 10_000;
+    while (!(await answers(this.port))) {
+      if (this.#child !== child) throw new Error(`redis-server on ${this.port} exited at start`);
+      if (Date.now() > deadline) throw new Error(`redis-server on ${this.port} did not answer in 10 s`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  /** SIGKILL: everything it held is gone. */
+  async kill(): Promise<void> {
+    const child = this.#child;
+    if (child === null) return;
+    child.kill('SIGKILL');
+    await this.#exited;
+    this.#child = null;
+  }
+
+  /** SIGSTOP: connections stay open and nothing answers, until thaw. */
+  freeze(): void {
+    this.#child?.kill('SIGSTOP');
+  }
+
+  thaw(): void {
+    this.#child?.kill('SIGCONT');
+  }
+
+  async stop(): Promise<void> {
+    this.thaw();
+    await this.kill();
+    rmSync(this.#dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,92 @@
+import type { SessionJournal } from '@tidemark/cli';
+import { sessionKey } from '@tidemark/contract';
+import {
+  decideResume,
+  runReference,
+  trustedMarkers,
+  type MarkerDecision,
+  type Policy,
+  type ReferenceRun,
+  type TurnEvent,
+} from '@tidemark/core';
+import type { RawTap } from './chaos-harness.js';
+
+// What a fault run is compared with: per session, the core reference (the whole pipeline as one pure
+// function, a run without faults) at the L0 positions the turns really have, and the marker its resume
+// plan starts from. Shared by every fault test, so "settled" means the same thing in each.
+
+export interface Expected {
+  readonly tenantId: string;
+  readonly sessionId: string;
+  readonly turns: readonly TurnEvent[];
+  readonly reference: ReferenceRun;
+  /** The marker the resume plan starts from (the plan's marker, or the raw checkpoint's). */
+  readonly planMarker: string | null;
+}
+
+/** The reference of each session of a workload, at the positions the tap saw its turns land. */
+export function expectationsOf(
+  workload: readonly (readonly TurnEvent[])[],
+  tap: RawTap,
+  options: { readonly policyOf: (index: number) => Policy; readonly maxRepairs: number },
+): Expected[] {
+  return workload.map((turns, index) => {
+    const { tenantId, sessionId } = turns[0]!;
+    const positions = tap.positions.get(sessionKey(tenantId, sessionId))!;
+    const reference = runReference(turns, {
+      policy: options.policyOf(index),
+      maxRepairs: options.maxRepairs,
+      compactorVersion: 'tidemark-compactor/1',
+      l0Partition: positions.get(1)!.partition,
+      offsetOf: (seq) => positions.get(seq)!.offset,
+    });
+    const plan = decideResume({
+      tenantId,
+      sessionId,
+      l0Partition: 0,
+      frame: reference.frame,
+      decisions: reference.decisions,
+    });
+    return {
+      tenantId,
+      sessionId,
+      turns,
+      reference,
+      planMarker: plan.mode === 'digest' ? plan.marker.markerId : plan.checkpoint.markerId,
+    };
+  });
+}
+
+/** What settle.ts calls "holds": every reference compaction, a decision per marker, the same trusted set. */
+export function differences(journal: SessionJournal, expected: Expected): string[] {
+  const { reference } = expected;
+  const compactions = new Set(journal.compactions.map((c) => c.compactionId));
+  const decided = new Set(journal.decisions.map((d) => d.markerId));
+  const referenceMarkers = new Set(reference.decisions.map((d) => d.markerId));
+  const trusted = (decisions: readonly MarkerDecision[]) =>
+    trustedMarkers(decisions)
+      .map((d) => d.markerId)
+      .filter((id) => referenceMarkers.has(id))
+      .sort();
+  const problems: string[] = [];
+  const missing = reference.compactions.filter((c) => !compactions.has(c.compactionId));
+  if (missing.length > 0)
+    problems.push(`missing compactions ${missing.map((c) => c.compactionId).join(' ')}`);
+  const undecided = [...referenceMarkers].filter((id) => !decided.has(id));
+  if (undecided.length > 0) problems.push(`undecided markers ${undecided.join(' ')}`);
+  const want = trusted(reference.decisions).join(' ');
+  const have = trusted(journal.decisions).join(' ');
+  if (want !== have) problems.push(`trusted markers [${have}], the reference trusts [${want}]`);
+  return problems;
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function until(predicate: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) return false;
+    await sleep(100);
+  }
+  return true;
+}
