@@ -42,13 +42,15 @@ const chunkTurns = 2;
 const chunkPauseMs = 250;
 /** Chunks between two losses (≈ 6 s of load: the outage, the rebuild and some ordinary work). */
 const chunksPerLoss = 24;
-const turnsPerSession = chunkTurns * chunksPerLoss * (losses + 1);
+/** After the losses, Redis frozen (SIGSTOP) this long while the load goes on: a hung dependency. */
+const freezeMs = Number(process.env.TIDEMARK_REDIS_FREEZE_MS ?? 8_000);
+const turnsPerSession = chunkTurns * chunksPerLoss * (losses + 2);
 const narrativeSessions = new Set([1, 5, 9, 13]);
 
 describe('Redis lost under load', () => {
   it(
-    `settles on the reference after ${losses} Redis losses with batches in flight`,
-    { timeout: 120_000 + losses * 30_000 },
+    `settles on the reference after ${losses} Redis losses with batches in flight and a ${freezeMs / 1000} s freeze`,
+    { timeout: 150_000 + losses * 30_000 + freezeMs },
     async () => {
       const started = Date.now();
       const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)}s`;
@@ -127,6 +129,20 @@ describe('Redis lost under load', () => {
         );
       };
 
+      const freeze = async (): Promise<void> => {
+        local.freeze();
+        const frozenAt = elapsed();
+        await sleep(freezeMs);
+        local.thaw();
+        const thawed = Date.now();
+        const before = decisions();
+        const flowing = await until(() => decisions() > before, 60_000);
+        const seconds = ((Date.now() - thawed) / 1000).toFixed(1);
+        recoveries.push(
+          `freeze of ${freezeMs / 1000} s at ${frozenAt}: decisions again ${flowing ? `${seconds} s` : 'never (60 s)'} after it ended`,
+        );
+      };
+
       const publisher = await createPublisher({
         brokers: kafkaBrokers,
         registryUrl: schemaRegistryUrl,
@@ -140,9 +156,9 @@ describe('Redis lost under load', () => {
           const from = chunk * chunkTurns;
           await publisher.publishTurns(workload.flatMap((turns) => turns.slice(from, from + chunkTurns)));
           // Mid-way through each stretch of load, with the chunks before it in flight on every partition.
-          if (chunk % chunksPerLoss === chunksPerLoss / 2 && outages.length < losses) {
+          if (chunk % chunksPerLoss === chunksPerLoss / 2 && outages.length <= losses) {
             await Promise.all(outages);
-            outages.push(lose(outages.length));
+            outages.push(outages.length < losses ? lose(outages.length) : freeze());
           }
           await sleep(chunkPauseMs * (0.5 + random()));
         }
@@ -234,7 +250,7 @@ describe('Redis lost under load', () => {
       }
       expect(tap.conflicting()).toEqual([]);
       expect(recoveries.filter((r) => r.includes('never'))).toEqual([]);
-      expect(recoveries).toHaveLength(losses);
+      expect(recoveries).toHaveLength(losses + 1);
       console.log(`${elapsed()} done:\n  ${recoveries.join('\n  ')}`);
     },
   );

@@ -238,11 +238,16 @@ async function decideSessions(
     [...lagging].flatMap(([key, inputs]) =>
       inputs.map(async ({ node }) => {
         const applied = covered.get(key)!;
+        if (node.span.toSeq > applied) {
+          states.set(node.compactionId, missingState(node, applied));
+          return;
+        }
+        // The state's own watermark (read with it) must still cover the boundary: Redis may have been
+        // lost, and the projection be rebuilding, since the wait.
+        const state = await deps.projection.stateAt(boundaryQuery(node));
         states.set(
           node.compactionId,
-          node.span.toSeq <= applied
-            ? await deps.projection.stateAt(boundaryQuery(node))
-            : missingState(node, applied),
+          state.appliedSeq >= node.span.toSeq ? state : missingState(node, state.appliedSeq),
         );
       }),
     ),
