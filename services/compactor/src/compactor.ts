@@ -91,8 +91,10 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
       try {
         const admin = await bus!.admin();
         const ends = await admin.fetchTopicOffsets(topics.turns);
-        await restartFromEarliest(admin, config.GROUP_ID, topics.turns, logger);
-        await restartFromEarliest(admin, markersGroup, topics.markers, logger);
+        await Promise.all([
+          restartFromEarliest(admin, config.GROUP_ID, topics.turns),
+          restartFromEarliest(admin, markersGroup, topics.markers),
+        ]);
         const deleted = await store!.reset(randomUUID());
         if (stopped) return;
         turns = turnsConsumer(bus!);
@@ -215,19 +217,16 @@ async function committedUpTo(
   }
 }
 
-/** Points the group at the start of the topic (a group with members cannot be moved: logged, left). */
-export async function restartFromEarliest(
-  admin: Admin,
-  groupId: string,
-  topic: string,
-  logger: Logger,
-): Promise<void> {
-  // A group that never committed reads from the start anyway (and moving one costs seconds).
+/**
+ * Points the group at the start of the topic. Its consumers must be stopped: a group with members
+ * cannot be moved, and that is an error (the rebuild retries) rather than a replay that silently starts
+ * mid-topic over empty windows.
+ */
+export async function restartFromEarliest(admin: Admin, groupId: string, topic: string): Promise<void> {
+  // A group that never committed reads from the start anyway.
   const committed = await admin.fetchOffsets({ groupId, topics: [topic] });
   if (committed.every((t) => t.partitions.every((p) => Number(p.offset) < 0))) return;
-  try {
-    await admin.resetOffsets({ groupId, topic, earliest: true });
-  } catch (error) {
-    logger.warn({ err: error, groupId }, 'could not move the group to the start of turns.l0');
-  }
+  // Deleting the (empty) group drops its committed offsets in one request, and its next member reads
+  // from the start (fromBeginning). kafkajs's resetOffsets joins the group and waits out a fetch: ≈5 s.
+  await admin.deleteGroups([groupId]);
 }
