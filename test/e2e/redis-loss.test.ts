@@ -19,11 +19,10 @@ import { createResumeClient } from '@tidemark/resume';
 import { generateWorkload } from '@tidemark/scenarios';
 import { createLogger } from '@tidemark/service';
 import { Projection } from '@tidemark/state';
-import { endpoints, uniqueName } from '@tidemark/test-infra';
+import { endpoints, LocalRedis, uniqueName } from '@tidemark/test-infra';
 import { Redis } from 'ioredis';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { RawTap } from './chaos-harness.js';
-import { LocalRedis } from './local-redis.js';
 import { differences, expectationsOf, sleep, until } from './reference-check.js';
 
 // Redis lost under load, as an operator meets it: the four services in one process, a Redis of the test's

@@ -1,11 +1,14 @@
 import type { DeadLetter, DeadLetterReason } from '@tidemark/core';
 import {
   Kafka,
+  logLevel,
   Partitioners,
   type Admin,
   type Consumer,
   type ConsumerRunConfig,
   type EachBatchPayload,
+  type LogEntry,
+  type logCreator,
   type Message,
   type Producer,
 } from 'kafkajs';
@@ -86,7 +89,12 @@ export interface ConsumeOptions<R extends TopicRole> {
 export interface EventConsumer {
   /** Connects, subscribes, starts; resolves once it has joined its group. */
   run(): Promise<void>;
-  /** Joined its group and not crashed or stopped (from instrumentation events). */
+  /**
+   * Joined its group, not stopped, and not crashed (from instrumentation events). After a crash it
+   * stays not ready, through its restarts and rejoins, until a batch went through again (on every
+   * partition whose batch had failed) or, rejoined, it finds nothing to do (lag 0): a consumer that
+   * crash-loops is not ready, rather than ready between crashes.
+   */
   ready(): boolean;
   /** Total consumer lag of its group on its topic. */
   lag(): Promise<number>;
@@ -114,9 +122,16 @@ export class Bus {
   #producer: Promise<BusProducer> | null = null;
   #admin: Promise<Admin> | null = null;
   readonly #consumers = new Set<BusConsumer<TopicRole>>();
+  readonly #brokers: BrokerReachability | null;
 
-  private constructor(options: BusOptions, kafka: Kafka, registry: Registry) {
+  private constructor(
+    options: BusOptions,
+    kafka: Kafka,
+    registry: Registry,
+    brokers: BrokerReachability | null,
+  ) {
     this.kafka = kafka;
+    this.#brokers = brokers;
     this.registry = registry;
     this.topics = options.topics;
     this.service = options.service;
@@ -131,11 +146,14 @@ export class Bus {
   /** Connects and registers every subject of every topic (idempotent). */
   static async connect(options: BusOptions): Promise<Bus> {
     if (options.service.length === 0) throw new RangeError('BusOptions.service must name the service');
+    const brokers = options.logger === undefined ? null : new BrokerReachability(options.logger);
     const kafka = new Kafka({
       clientId: options.clientId,
       brokers: options.brokers,
       logLevel: kafkaLogLevel(options.logger),
-      ...(options.logger === undefined ? {} : { logCreator: pinoLogCreator(options.logger) }),
+      ...(options.logger === undefined || brokers === null
+        ? {}
+        : { logCreator: outageAwareLogCreator(options.logger, brokers) }),
       retry: { initialRetryTime: 100, retries: 8 },
     });
     const registry = new Registry(options.registryUrl, options.clientId);
@@ -144,24 +162,22 @@ export class Bus {
         recordsByRole[role].map((record) => registry.register(options.topics[role], record)),
       ),
     );
-    return new Bus(options, kafka, registry);
+    return new Bus(options, kafka, registry, brokers);
   }
 
   /** The Bus's idempotent producer (acks -1), connected on first use; the same one on every call. */
   producer(): Promise<EventProducer> {
     if (this.#producer === null) {
-      const producer = new BusProducer(
-        this,
-        this.kafka.producer({
-          idempotent: true,
-          maxInFlightRequests: this.#maxInFlightRequests,
-          createPartitioner: Partitioners.DefaultPartitioner,
-          allowAutoTopicCreation: false,
-        }),
-        () => {
-          this.#producer = null;
-        },
-      );
+      const client = this.kafka.producer({
+        idempotent: true,
+        maxInFlightRequests: this.#maxInFlightRequests,
+        createPartitioner: Partitioners.DefaultPartitioner,
+        allowAutoTopicCreation: false,
+      });
+      client.on(client.events.REQUEST, (event) => this.brokerAnswered(event.payload.broker));
+      const producer = new BusProducer(this, client, () => {
+        this.#producer = null;
+      });
       this.#producer = producer.connect().then(
         () => producer,
         (error: unknown) => {
@@ -188,6 +204,7 @@ export class Bus {
   admin(): Promise<Admin> {
     if (this.#admin === null) {
       const admin = this.kafka.admin();
+      admin.on(admin.events.REQUEST, (event) => this.brokerAnswered(event.payload.broker));
       this.#admin = admin.connect().then(
         () => admin,
         (error: unknown) => {
@@ -197,6 +214,21 @@ export class Bus {
       );
     }
     return this.#admin;
+  }
+
+  /**
+   * One round trip to the cluster (a metadata request for no topics, over the shared admin client):
+   * resolves when a broker answered. It waits through kafkajs's retries, so a readiness check bounds it
+   * with a deadline.
+   */
+  async ping(): Promise<void> {
+    const admin = await this.admin();
+    await admin.describeCluster();
+  }
+
+  /** @internal A broker answered a request of one of this Bus's clients: an outage of it is over. */
+  brokerAnswered(broker: string): void {
+    this.#brokers?.answered(broker);
   }
 
   /** Stops every consumer it made, then disconnects the producer and the admin client. */
@@ -329,6 +361,8 @@ function boundFor(role: TopicRole, maxEventBytes: number): number {
 }
 
 const restartBackoffMs = { initial: 250, max: 30_000 };
+/** While crashed and rejoined, how often (at most) the consumer asks for its lag to see if it is caught up. */
+const caughtUpProbeMs = 1_000;
 
 class BusConsumer<R extends TopicRole> implements EventConsumer {
   readonly #bus: Bus;
@@ -337,7 +371,14 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
   readonly #topic: string;
   #consumer: Consumer | null = null;
   #joined = false;
+  /** Set by a crash; cleared once a batch went through again, or the consumer rejoined with lag 0. */
   #crashed = false;
+  /** Counts crashes, so a lag probe begun before a crash cannot clear the crash that came after it. */
+  #crashes = 0;
+  /** Partitions whose batch threw and has not gone through since. */
+  readonly #failing = new Set<number>();
+  #probingLag = false;
+  #lastLagProbe = 0;
   #stopping = false;
   #restartTimer: NodeJS.Timeout | null = null;
   #restartDelay = restartBackoffMs.initial;
@@ -369,19 +410,30 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
           }),
     });
     this.#consumer = consumer;
-    const { GROUP_JOIN, CRASH, STOP } = consumer.events;
-    consumer.on(GROUP_JOIN, () => {
+    const { GROUP_JOIN, FETCH, CRASH, STOP, REQUEST } = consumer.events;
+    consumer.on(GROUP_JOIN, (event) => {
       this.#joined = true;
-      this.#crashed = false;
+      // A partition that failed here and now belongs to another member is that member's to retry.
+      const assigned = new Set(event.payload.memberAssignment[this.#topic] ?? []);
+      for (const partition of this.#failing) if (!assigned.has(partition)) this.#failing.delete(partition);
+      // Joining again is not recovering: the batch that crashed it may be the next one it fetches.
+      if (this.#crashed) this.#probeCaughtUp();
+    });
+    consumer.on(FETCH, () => {
+      if (this.#crashed && this.#joined) this.#probeCaughtUp();
     });
     consumer.on(STOP, () => {
       this.#joined = false;
     });
+    consumer.on(REQUEST, (event) => this.#bus.brokerAnswered(event.payload.broker));
     consumer.on(CRASH, (event) => {
       this.#joined = false;
       this.#crashed = true;
+      this.#crashes += 1;
       const { error, restart } = event.payload;
-      this.#bus.logger?.error(
+      // A crash for want of a broker is part of an outage the Bus tells of once (see BrokerReachability).
+      const level = isConnectionFailure(error) ? 'debug' : 'error';
+      this.#bus.logger?.[level](
         { err: error, groupId: this.#options.groupId, topic: this.#topic, restart },
         'consumer crashed',
       );
@@ -406,8 +458,53 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
       eachBatchAutoResolve: false,
       autoCommit: true,
       partitionsConsumedConcurrently: this.#options.partitionsConsumedConcurrently ?? 1,
-      eachBatch: (payload) => this.#eachBatch(payload),
+      eachBatch: async (payload) => {
+        try {
+          await this.#eachBatch(payload);
+        } catch (error) {
+          this.#failing.add(payload.batch.partition);
+          throw error;
+        }
+      },
     };
+  }
+
+  /** After a crash, rejoined: ready again if there is nothing to do (lag 0). At most one probe at a time. */
+  #probeCaughtUp(): void {
+    const now = Date.now();
+    // Never while stopping: the probe would connect an admin client the Bus has just closed.
+    if (this.#stopping || this.#probingLag || now - this.#lastLagProbe < caughtUpProbeMs) return;
+    this.#probingLag = true;
+    this.#lastLagProbe = now;
+    const crashes = this.#crashes;
+    this.lag()
+      .then(
+        (lag) => {
+          if (lag === 0 && this.#crashed && this.#joined && this.#crashes === crashes) {
+            this.#recovered('rejoined with nothing to do');
+          }
+        },
+        (error: unknown) =>
+          this.#bus.logger?.debug(
+            { err: error, groupId: this.#options.groupId },
+            'consumer lag probe failed',
+          ),
+      )
+      .finally(() => {
+        this.#probingLag = false;
+      });
+  }
+
+  /** A batch of a partition went through: the consumer recovers once no partition is left failing. */
+  #batchDone(partition: number): void {
+    this.#failing.delete(partition);
+    if (this.#crashed && this.#failing.size === 0) this.#recovered('a batch went through');
+  }
+
+  #recovered(how: string): void {
+    this.#crashed = false;
+    this.#failing.clear();
+    this.#bus.logger?.info({ groupId: this.#options.groupId, topic: this.#topic, how }, 'consumer recovered');
   }
 
   #scheduleRestart(): void {
@@ -421,7 +518,11 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
         .connect()
         .then(() => consumer.run(this.#runConfig()))
         .catch((error: unknown) => {
-          this.#bus.logger?.error({ err: error, groupId: this.#options.groupId }, 'consumer restart failed');
+          const level = isConnectionFailure(error) ? 'debug' : 'error';
+          this.#bus.logger?.[level](
+            { err: error, groupId: this.#options.groupId },
+            'consumer restart failed',
+          );
           if (!this.#stopping) this.#scheduleRestart();
         });
     }, delay);
@@ -491,6 +592,7 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
     await payload.heartbeat();
     // A batch went through: a later crash is a new problem, restarted without the earlier backoff.
     this.#restartDelay = restartBackoffMs.initial;
+    this.#batchDone(batch.partition);
   }
 
   ready(): boolean {
@@ -526,4 +628,98 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
     this.#joined = false;
     this.#onStopped();
   }
+}
+
+/**
+ * How kafkajs words a broker it cannot reach: a connection refused, reset or timed out ("Connection
+ * error: connect ECONNREFUSED …", "Connection timeout"), closed under a request, a request that timed
+ * out (a frozen broker), no broker left to try. Retry and crash lines quote their cause's words. Only
+ * kafkajs's own wording: an application error that mentions a refused connection (Redis's, say) is not
+ * the broker's.
+ */
+const connectionFailurePattern =
+  /Connection error|Connection timeout|Closed connection|Request .+ timed out|Failed to connect|No broker available|KafkaJS(Connection|ConnectionClosed|RequestTimeout|NoBrokerAvailable)Error/;
+
+const connectionFailureNames = new Set([
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSRequestTimeoutError',
+  'KafkaJSNoBrokerAvailableError',
+]);
+
+/** True when an error, or one of its causes (a retry gives up with the last one), is a broker not answering. */
+function isConnectionFailure(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (connectionFailureNames.has(e.name)) return true;
+  }
+  return false;
+}
+
+/**
+ * Whether each broker answers, told once per outage: one warn when a broker stops answering, one info
+ * when it answers again, with how long it was away (`downMs`). kafkajs tells of failures only in its
+ * log lines (which carry the broker's address) and of answers in its request events; both are fed here.
+ */
+class BrokerReachability {
+  readonly #logger: Logger;
+  readonly #down = new Map<string, { since: number; failures: number }>();
+
+  constructor(logger: Logger) {
+    this.#logger = logger.child({ component: 'kafka' });
+  }
+
+  get anyDown(): boolean {
+    return this.#down.size > 0;
+  }
+
+  failed(broker: string, reason: string): void {
+    const outage = this.#down.get(broker);
+    if (outage !== undefined) {
+      outage.failures += 1;
+      return;
+    }
+    this.#down.set(broker, { since: Date.now(), failures: 1 });
+    this.#logger.warn({ broker, reason }, 'kafka broker unreachable');
+  }
+
+  answered(broker: string): void {
+    if (this.#down.size === 0) return;
+    const outage = this.#down.get(broker);
+    if (outage === undefined) return;
+    this.#down.delete(broker);
+    this.#logger.info(
+      { broker, downMs: Date.now() - outage.since, failures: outage.failures },
+      'kafka broker reachable again',
+    );
+  }
+}
+
+/**
+ * kafkajs's log lines onto pino (`pinoLogCreator`), except that a broker outage is one story instead of
+ * an error line per connection attempt and retry (two per attempt, from the connection and the broker
+ * pool): a line saying a broker cannot be reached goes to debug and feeds `brokers` (which warns once),
+ * and so does any retry line while a broker is away.
+ */
+function outageAwareLogCreator(logger: Logger, brokers: BrokerReachability): logCreator {
+  const write = pinoLogCreator(logger)(logLevel.DEBUG);
+  return () => (entry: LogEntry) => {
+    if (entry.level !== logLevel.ERROR && entry.level !== logLevel.WARN) return write(entry);
+    const { message, broker, error, retryCount, retryTime } = entry.log as {
+      message: string;
+      broker?: unknown;
+      error?: unknown;
+      retryCount?: unknown;
+      retryTime?: unknown;
+    };
+    const text = typeof error === 'string' ? `${message} ${error}` : message;
+    if (connectionFailurePattern.test(text)) {
+      // Only the connection's own line names the broker; the broker pool's twin line does not.
+      if (entry.namespace === 'Connection' && typeof broker === 'string') brokers.failed(broker, text);
+      return write({ ...entry, level: logLevel.DEBUG });
+    }
+    if (brokers.anyDown && (retryCount !== undefined || retryTime !== undefined)) {
+      return write({ ...entry, level: logLevel.DEBUG });
+    }
+    write(entry);
+  };
 }

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { createServiceHost, type ServiceHost } from './host.js';
+import { createServiceHost, type ReadinessCheck, type ServiceHost } from './host.js';
 import { runUntilSignalled } from './shutdown.js';
 
 /** What every service exports from `createX(config)`: started by a host, stopped by it, asked if ready. */
@@ -8,11 +8,16 @@ export interface ServiceComponent {
   /** Stops intake, drains, commits what was done and disconnects. Idempotent. */
   stop(): Promise<void>;
   ready(): boolean;
+  /**
+   * Pings of what it cannot work without (its Redis connection, its Kafka bus), each bounded by a
+   * deadline (`dependencyCheck`), by name: mounted as the readiness checks `<component>.<name>`.
+   */
+  readonly dependencies?: Readonly<Record<string, ReadinessCheck>>;
 }
 
 /**
- * Starts a component inside a host: its readiness joins the host's, and closing the host stops it.
- * Several components may share one host (the all-in-one `pnpm start`).
+ * Starts a component inside a host: its readiness (and that of its dependencies) joins the host's, and
+ * closing the host stops it. Several components may share one host (the all-in-one `pnpm start`).
  */
 export async function mountComponent(
   host: ServiceHost,
@@ -20,6 +25,9 @@ export async function mountComponent(
   component: ServiceComponent,
 ): Promise<void> {
   host.addReadiness(name, () => component.ready());
+  for (const [dependency, check] of Object.entries(component.dependencies ?? {})) {
+    host.addReadiness(`${name}.${dependency}`, check);
+  }
   host.onShutdown(() => component.stop());
   await component.start();
   host.logger.info({ component: name }, `${name} started`);

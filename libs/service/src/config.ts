@@ -39,6 +39,11 @@ export const commonConfig = {
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** How long a graceful shutdown may take before the process exits anyway. */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().positive().default(10_000),
+  /**
+   * How long a readiness ping of Kafka or Redis may take: a dependency that has not answered by then
+   * (a frozen broker or Redis answers nothing and closes nothing) makes /readyz answer 503, naming it.
+   */
+  DEPENDENCY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
 } as const;
 
 export type CommonConfig = z.infer<z.ZodObject<typeof commonConfig>>;

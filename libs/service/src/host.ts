@@ -26,7 +26,11 @@ export interface ServiceHost {
   readonly metrics: Registry;
   /** The fastify instance, for routes of a service's own (register them before listen()). */
   readonly http: FastifyInstance;
-  /** Ready only when every registered check answers true (and the host is not closing). */
+  /**
+   * Ready only when every registered check answers true (and the host is not closing). The checks run
+   * side by side: /readyz takes as long as the slowest, so a check that may wait on a dependency must
+   * bound itself (`dependencyCheck`).
+   */
   addReadiness(name: string, check: ReadinessCheck): void;
   /** Runs on close, in reverse order of registration (last started, first stopped). */
   onShutdown(step: () => Promise<void> | void): void;
@@ -46,17 +50,18 @@ export function createServiceHost(options: ServiceHostOptions): ServiceHost {
   const http = fastify({ logger: false });
 
   const readiness = async (): Promise<{ ready: boolean; checks: Record<string, boolean> }> => {
-    const results: Record<string, boolean> = {};
-    for (const [name, check] of checks) {
-      try {
-        results[name] = await check();
-      } catch (error) {
-        logger.warn({ err: error, check: name }, 'readiness check failed');
-        results[name] = false;
-      }
-    }
-    const ready = closing === null && Object.values(results).every(Boolean);
-    return { ready, checks: results };
+    const results = await Promise.all(
+      [...checks].map(async ([name, check]): Promise<[string, boolean]> => {
+        try {
+          return [name, await check()];
+        } catch (error) {
+          logger.warn({ err: error, check: name }, 'readiness check failed');
+          return [name, false];
+        }
+      }),
+    );
+    const ready = closing === null && results.every(([, ok]) => ok);
+    return { ready, checks: Object.fromEntries(results) };
   };
 
   // Liveness: the event loop answers. Readiness: the service can do its job right now.

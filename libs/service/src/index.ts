@@ -7,3 +7,5 @@ export { runUntilSignalled } from './shutdown.js';
 export { z } from 'zod';
 export { Counter, Gauge, Histogram, Registry } from 'prom-client';
 export { mountComponent, runMain, type MainOptions, type ServiceComponent } from './component.js';
+export { dependencyCheck } from './dependencies.js';
+export { logRedisOutages, type RedisConnectionEvents } from './redis.js';

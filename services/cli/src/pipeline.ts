@@ -6,7 +6,10 @@ import { createMaterializer, materializerConfigSchema } from '@tidemark/material
 import { createResume, resumeConfigSchema, type ResumeService } from '@tidemark/resume';
 import {
   commonConfig,
+  createLogger,
   createServiceHost,
+  dependencyCheck,
+  logRedisOutages,
   mountComponent,
   parseConfig,
   z,
@@ -56,6 +59,7 @@ export async function provision(env: Env, logger: Logger): Promise<Bus> {
 export async function startPipeline(options: PipelineOptions): Promise<Pipeline> {
   const logger = options.logger;
   const env = options.env;
+  const common = parseConfig(z.object(commonConfig), env);
   const bus = await provision(env, logger);
   const host = createServiceHost({
     name: 'tidemark',
@@ -64,6 +68,11 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
     logger,
   });
   host.onShutdown(() => bus.disconnect());
+  // The pipeline's own Bus (provisioning, and `pipeline.bus` for its callers); each service pings its own.
+  host.addReadiness(
+    'kafka',
+    dependencyCheck(() => bus.ping(), common.DEPENDENCY_TIMEOUT_MS),
+  );
   const child = (name: string) => logger.child({ service: name });
   const deps = (name: string) => ({ logger: child(name), metrics: host.metrics });
   try {
@@ -105,7 +114,7 @@ export async function waitUntilReady(host: ServiceHost, timeoutMs = 60_000): Pro
  * their own deployment (the fallback report, tests, benchmarks) and must leave nothing behind. Best
  * effort: a topic or key already gone is not an error.
  */
-export async function dropDeployment(env: Env): Promise<void> {
+export async function dropDeployment(env: Env, logger?: Logger): Promise<void> {
   const config = parseConfig(z.object(commonConfig), env);
   const admin = new Kafka({
     clientId: 'tidemark-cleanup',
@@ -119,7 +128,11 @@ export async function dropDeployment(env: Env): Promise<void> {
   } finally {
     await admin.disconnect();
   }
-  const redis = new Redis(config.REDIS_URL);
+  const redis = logRedisOutages(
+    new Redis(config.REDIS_URL),
+    logger ?? createLogger('tidemark-cleanup', config.LOG_LEVEL),
+    'cleanup',
+  );
   try {
     let cursor = '0';
     do {

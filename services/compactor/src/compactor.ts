@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { Bus, provisionTopics, topicNames, type EventConsumer, type EventProducer } from '@tidemark/contract';
-import { createLogger, Registry, type Logger, type ServiceComponent } from '@tidemark/service';
+import {
+  createLogger,
+  dependencyCheck,
+  logRedisOutages,
+  Registry,
+  type Logger,
+  type ServiceComponent,
+} from '@tidemark/service';
 import { Projection } from '@tidemark/state';
 import { Redis } from 'ioredis';
 import type { Admin } from 'kafkajs';
@@ -137,6 +144,17 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
 
   return {
     namespace,
+    // Nothing answers a frozen Redis or broker: the pings have a deadline.
+    dependencies: {
+      redis: dependencyCheck(
+        () => redis?.ping() ?? Promise.reject(new Error('not started')),
+        config.DEPENDENCY_TIMEOUT_MS,
+      ),
+      kafka: dependencyCheck(
+        () => bus?.ping() ?? Promise.reject(new Error('not started')),
+        config.DEPENDENCY_TIMEOUT_MS,
+      ),
+    },
     async start() {
       bus = await Bus.connect({
         brokers: config.KAFKA_BROKERS,
@@ -148,7 +166,10 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
       });
       const admin = await bus.admin();
       await provisionTopics(admin, topics, { partitions: config.PARTITIONS });
-      redis = deps.redis ?? new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+      // ioredis reconnects by itself; an outage is told once, not as an error per reconnect.
+      redis =
+        deps.redis ??
+        logRedisOutages(new Redis(config.REDIS_URL, { maxRetriesPerRequest: null }), logger, 'compactor');
       store = new CompactorStore(redis, { prefix: config.REDIS_PREFIX, namespace });
       const lost = !(await store.hasEpoch());
       producer = await bus.producer();

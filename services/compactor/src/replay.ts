@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Bus, topicNames } from '@tidemark/contract';
 import type { Policy } from '@tidemark/core';
-import { createLogger, Registry, type Logger } from '@tidemark/service';
+import { createLogger, logRedisOutages, Registry, type Logger } from '@tidemark/service';
 import { Projection } from '@tidemark/state';
 import { SingleBar } from 'cli-progress';
 import { Redis } from 'ioredis';
@@ -71,7 +71,11 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
     service: 'replay',
     logger,
   });
-  const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+  const redis = logRedisOutages(
+    new Redis(options.redisUrl, { maxRetriesPerRequest: null }),
+    logger,
+    'replay',
+  );
   let turns = 0;
   let compactions = 0;
   try {

@@ -8,7 +8,15 @@ import {
   type EventProducer,
 } from '@tidemark/contract';
 import type { DeadLetter, TurnEvent } from '@tidemark/core';
-import { createLogger, Registry, type Logger, type ServiceComponent } from '@tidemark/service';
+import {
+  createLogger,
+  dependencyCheck,
+  logRedisOutages,
+  Registry,
+  type Logger,
+  type ReadinessCheck,
+  type ServiceComponent,
+} from '@tidemark/service';
 import { Projection, type ApplyOutcome } from '@tidemark/state';
 import { Redis } from 'ioredis';
 import type { Admin } from 'kafkajs';
@@ -59,6 +67,7 @@ interface RebuildProgress {
 
 class MaterializerService implements Materializer {
   readonly projection: Projection;
+  readonly dependencies: Readonly<Record<string, ReadinessCheck>>;
   readonly #config: MaterializerConfig;
   readonly #logger: Logger;
   readonly #metrics: MaterializerMetrics;
@@ -90,12 +99,23 @@ class MaterializerService implements Materializer {
     this.#clientId = deps.clientId ?? 'tidemark-materializer';
     this.#ownsRedis = deps.redis === undefined;
     // maxRetriesPerRequest null: while Redis is away, commands wait for it instead of failing the batch
-    // after a few tries (a failed batch is redelivered anyway, but waiting is quieter).
-    this.#redis = deps.redis ?? new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
-    if (this.#ownsRedis) {
-      // ioredis reconnects by itself; a connection error is worth a line, not an unhandled event.
-      this.#redis.on('error', (error: Error) => this.#logger.warn({ err: error }, 'redis connection error'));
-    }
+    // after a few tries (a failed batch is redelivered anyway, but waiting is quieter). ioredis
+    // reconnects by itself; an outage is told once, not as an error per reconnect.
+    this.#redis =
+      deps.redis ??
+      logRedisOutages(
+        new Redis(config.REDIS_URL, { maxRetriesPerRequest: null }),
+        this.#logger,
+        'materializer',
+      );
+    // Commands wait while Redis is away, and nothing answers a frozen one: the pings have a deadline.
+    this.dependencies = {
+      redis: dependencyCheck(() => this.#redis.ping(), config.DEPENDENCY_TIMEOUT_MS),
+      kafka: dependencyCheck(
+        () => this.#bus?.ping() ?? Promise.reject(new Error('not started')),
+        config.DEPENDENCY_TIMEOUT_MS,
+      ),
+    };
     this.projection = new Projection(this.#redis, { prefix: config.REDIS_PREFIX });
     this.#topics = topicNames(config.TOPIC_PREFIX);
     this.#metrics = materializerMetrics(deps.metrics ?? new Registry(), async () =>

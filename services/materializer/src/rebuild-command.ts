@@ -1,4 +1,4 @@
-import { createLogger, parseConfig } from '@tidemark/service';
+import { createLogger, logRedisOutages, parseConfig } from '@tidemark/service';
 import { Projection } from '@tidemark/state';
 import { Redis } from 'ioredis';
 import { materializerConfigSchema } from './config.js';
@@ -17,7 +17,7 @@ const timeoutMs = timeoutArg >= 0 ? Number(args[timeoutArg + 1]) : 300_000;
 const config = parseConfig(materializerConfigSchema);
 const logger = createLogger('materializer-rebuild', config.LOG_LEVEL);
 
-const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+const redis = logRedisOutages(new Redis(config.REDIS_URL, { maxRetriesPerRequest: null }), logger, 'rebuild');
 const projection = new Projection(redis, { prefix: config.REDIS_PREFIX });
 try {
   await projection.invalidate('rebuild command');

@@ -7,7 +7,14 @@ import {
   type RawRecord,
 } from '@tidemark/contract';
 import { FrameStore, Projection } from '@tidemark/state';
-import { createLogger, Registry, type Logger, type ServiceComponent } from '@tidemark/service';
+import {
+  createLogger,
+  dependencyCheck,
+  logRedisOutages,
+  Registry,
+  type Logger,
+  type ServiceComponent,
+} from '@tidemark/service';
 import { Redis } from 'ioredis';
 import { decideBatch, type BatchInput, type ProjectionReader } from './batch.js';
 import type { ValidatorConfig } from './config.js';
@@ -41,7 +48,10 @@ export function createValidator(config: ValidatorConfig, deps: ValidatorDeps = {
   const ownsRedis = deps.redis === undefined;
   // Auto-pipelining: the boundary reads of a batch, issued together, leave in one round trip.
   // A command fails after the client's retries (Redis down): the batch throws and is redelivered.
-  const redis = deps.redis ?? new Redis(config.REDIS_URL, { enableAutoPipelining: true });
+  // ioredis reconnects by itself; an outage is told once, not as an error per reconnect.
+  const redis =
+    deps.redis ??
+    logRedisOutages(new Redis(config.REDIS_URL, { enableAutoPipelining: true }), logger, 'validator');
   const frames = new FrameStore(redis, { prefix: config.REDIS_PREFIX });
   const projection: ProjectionReader =
     deps.projection ?? new Projection(redis, { prefix: config.REDIS_PREFIX });
@@ -55,6 +65,14 @@ export function createValidator(config: ValidatorConfig, deps: ValidatorDeps = {
 
   return {
     frames,
+    // Nothing answers a frozen Redis or broker: the pings have a deadline.
+    dependencies: {
+      redis: dependencyCheck(() => redis.ping(), config.DEPENDENCY_TIMEOUT_MS),
+      kafka: dependencyCheck(
+        () => bus?.ping() ?? Promise.reject(new Error('not started')),
+        config.DEPENDENCY_TIMEOUT_MS,
+      ),
+    },
     async start() {
       bus = await Bus.connect({
         brokers: config.KAFKA_BROKERS,

@@ -1,12 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { onTestFinished } from 'vitest';
 
-// A redis-server of a test's own (the same binary the stack runs), on a free loopback port, that the test
+// A redis-server of the test's own (the binary the stack runs), on a free loopback port, that the test
 // may kill, freeze and restart without touching the shared stack. Nothing on disk: a restart comes back
-// empty, as a real Redis without persistence does.
+// empty. Stopped (and thawed first) when the test finishes.
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -20,12 +21,10 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function answers(port: number): Promise<boolean> {
+async function answersPing(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.write('PING\r\n');
-    });
+    socket.once('connect', () => socket.write('PING\r\n'));
     socket.once('data', (data) => {
       socket.destroy();
       resolve(data.toString().startsWith('+PONG'));
@@ -39,7 +38,7 @@ async function answers(port: number): Promise<boolean> {
 }
 
 export class LocalRedis {
-  readonly #dir = mkdtempSync(join(tmpdir(), 'tidemark-redis-'));
+  readonly #dir = mkdtempSync(join(tmpdir(), 'tidemark-service-redis-'));
   #child: ChildProcess | null = null;
   #exited: Promise<void> = Promise.resolve();
 
@@ -47,6 +46,7 @@ export class LocalRedis {
 
   static async start(): Promise<LocalRedis> {
     const redis = new LocalRedis(await freePort());
+    onTestFinished(() => redis.stop());
     await redis.restart();
     return redis;
   }
@@ -76,18 +76,15 @@ export class LocalRedis {
     );
     this.#child = child;
     this.#exited = new Promise((resolve) => child.once('exit', () => resolve()));
-    void this.#exited.then(() => {
-      if (this.#child === child) this.#child = null;
-    });
     const deadline = Date.now() + 10_000;
-    while (!(await answers(this.port))) {
-      if (this.#child !== child) throw new Error(`redis-server on ${this.port} exited at start`);
+    while (!(await answersPing(this.port))) {
+      if (child.exitCode !== null) throw new Error(`redis-server on ${this.port} exited at start`);
       if (Date.now() > deadline) throw new Error(`redis-server on ${this.port} did not answer in 10 s`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
 
-  /** SIGKILL: everything it held is gone. */
+  /** SIGKILL: the connections drop and everything it held is gone. */
   async kill(): Promise<void> {
     const child = this.#child;
     if (child === null) return;
@@ -96,7 +93,7 @@ export class LocalRedis {
     this.#child = null;
   }
 
-  /** SIGSTOP: connections stay open and nothing answers, until thaw. */
+  /** SIGSTOP: connections stay open and nothing answers, until thaw(). */
   freeze(): void {
     this.#child?.kill('SIGSTOP');
   }

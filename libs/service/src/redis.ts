@@ -1,0 +1,47 @@
+import type { Logger } from 'pino';
+
+/**
+ * The connection events of an ioredis client that `logRedisOutages` listens to (typed here, so this
+ * package needs no Redis client of its own).
+ */
+export interface RedisConnectionEvents {
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  on(event: 'reconnecting' | 'ready' | 'end', listener: () => void): unknown;
+}
+
+/**
+ * Tells a Redis outage as one story: one warn when the connection is lost or cannot be made, one info
+ * when it is ready again (with how long it was away, `downMs`), and each connection error in between at
+ * debug. It is also the connection's 'error' listener, without which ioredis prints every failed
+ * reconnect as an unstructured stack trace on stderr. Attach it where the connection is made (`name`
+ * says which one, in each line); returns the connection.
+ */
+export function logRedisOutages<R extends RedisConnectionEvents>(redis: R, logger: Logger, name: string): R {
+  let outage: { since: number; errors: number } | null = null;
+  const lost = (reason: string): boolean => {
+    if (outage !== null) return false;
+    outage = { since: Date.now(), errors: 0 };
+    logger.warn({ redis: name, reason }, 'redis unreachable');
+    return true;
+  };
+  redis.on('error', (error) => {
+    if (lost(error.message) || outage === null) return;
+    outage.errors += 1;
+    logger.debug({ redis: name, reason: error.message }, 'redis connection error');
+  });
+  // ioredis is reconnecting: the connection closed without being asked to.
+  redis.on('reconnecting', () => void lost('connection lost'));
+  redis.on('ready', () => {
+    if (outage === null) return;
+    logger.info(
+      { redis: name, downMs: Date.now() - outage.since, errors: outage.errors },
+      'redis reachable again',
+    );
+    outage = null;
+  });
+  // Closed for good (quit, disconnect): no outage to tell of any more.
+  redis.on('end', () => {
+    outage = null;
+  });
+  return redis;
+}
