@@ -64,6 +64,7 @@ export {
 export { stateBlock } from './summarize/render.js';
 
 export { defaultPolicy, definePolicy, planNext, priorNodeOf } from './plan.js';
+export { parsePolicyOverrides, policiesFrom, type Policies } from './policies.js';
 export {
   asStrict,
   buildCompaction,

@@ -1,4 +1,11 @@
-import { defaultPolicy, definePolicy, sessionKey, type Policy } from '@tidemark/core';
+import {
+  defaultPolicy,
+  definePolicy,
+  parsePolicyOverrides,
+  policiesFrom,
+  type Policies,
+  type Policy,
+} from '@tidemark/core';
 import { commonConfig, ConfigError, z, groupNamed } from '@tidemark/service';
 
 // The compactor's configuration: where the stack is (commonConfig), the compaction policy (each field
@@ -51,12 +58,9 @@ export const compactorConfigSchema = z
       .transform((raw, context) => {
         if (raw === undefined) return {};
         try {
-          const parsed: unknown = JSON.parse(raw);
-          if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
-            throw new Error('not an object');
-          return parsed as Record<string, Partial<Policy>>;
+          return parsePolicyOverrides(raw);
         } catch (error) {
-          context.addIssue({ code: 'custom', message: `not a JSON object of policies: ${String(error)}` });
+          context.addIssue({ code: 'custom', message: (error as Error).message });
           return z.NEVER;
         }
       }),
@@ -75,31 +79,13 @@ export function policyOf(config: CompactorConfig): Policy {
   return basePolicy(config);
 }
 
-export interface Policies {
-  readonly base: Policy;
-  /** Each override as a whole policy (the configured one with the override's fields). */
-  readonly overrides: Readonly<Record<string, Policy>>;
-  readonly policyFor: (ref: { readonly tenantId: string; readonly sessionId: string }) => Policy;
-}
-
 /** The configured policy and the overrides, each checked by core (a bad one fails at start). */
 export function policiesOf(config: CompactorConfig): Policies {
-  const base = basePolicy(config);
-  const overrides = Object.fromEntries(
-    Object.entries(config.POLICY_OVERRIDES).map(([key, values]) => {
-      try {
-        return [key, definePolicy({ ...base, ...values })];
-      } catch (error) {
-        throw new ConfigError(`POLICY_OVERRIDES: ${key}: ${(error as Error).message}`, ['POLICY_OVERRIDES']);
-      }
-    }),
-  );
-  return {
-    base,
-    overrides,
-    policyFor: ({ tenantId, sessionId }) =>
-      overrides[sessionKey(tenantId, sessionId)] ?? overrides[tenantId] ?? base,
-  };
+  try {
+    return policiesFrom(basePolicy(config), config.POLICY_OVERRIDES);
+  } catch (error) {
+    throw new ConfigError(`POLICY_OVERRIDES: ${(error as Error).message}`, ['POLICY_OVERRIDES']);
+  }
 }
 
 function basePolicy(config: CompactorConfig): Policy {

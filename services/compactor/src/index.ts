@@ -6,7 +6,6 @@ export {
   policiesOf,
   policyOf,
   type CompactorConfig,
-  type Policies,
 } from './config.js';
 export { namespaceOf } from './engine.js';
 export { replay, type ReplayOptions, type ReplayResult } from './replay.js';

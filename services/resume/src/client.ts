@@ -1,10 +1,12 @@
 import {
   buildResumeContext,
+  defaultPolicy,
   planNodeId,
   sessionKey,
   TidemarkCoreError,
   type Compaction,
   type Frame,
+  type Policy,
   type ResumeContext,
   type ResumeMessage,
   type ResumePlan,
@@ -13,6 +15,8 @@ import {
 import type { Logger } from 'pino';
 import type { ResumeMetrics } from './metrics.js';
 import type { L0Span } from './l0-reader.js';
+import { decidedL1ToSeq, splitStoredPlan, type SessionPlanState } from './session-plan.js';
+import { compactionDue, StaleTracker, type CompactionDue, type Staleness } from './stale.js';
 
 // One resume, in process: the library agent runtimes embed and the code behind the HTTP handler. It
 // never repairs a summary and never mixes a distrusted node with raw patches: the plan (decided by the
@@ -22,6 +26,11 @@ import type { L0Span } from './l0-reader.js';
 // Round trips for a digest-mode resume: one to Redis (plan + node in one script, the projection's
 // watermark and epoch sent alongside on the same connection), then one Kafka fetch per 4 MiB of raw span.
 // Raw mode from the session start adds one Redis round trip (where seq 1 lives in turns.l0).
+//
+// Every resume also says whether the session is stale (stale.ts): from the plan (which carries the
+// newest decided L1 boundary), the watermark read alongside it and the policy in memory, with no extra
+// round trip; only a boundary that is due and undecided costs a lookup of its turn's append time (one
+// Redis read and one Fetch, once per boundary).
 
 /** The plan store as the client reads it (PlanStore from @tidemark/state). */
 export interface PlanReader {
@@ -32,6 +41,14 @@ export interface PlanReader {
     { ok: true; plan: ResumePlan | null; node: Compaction | null } | { ok: false; reason: 'no_epoch' }
   >;
   recordContextHash(ref: { tenantId: string; sessionId: string }, key: string, hash: string): Promise<string>;
+  /** The worker's state of sessions: read only for a plan stored before it carried its decided L1 boundary. */
+  load(sessions: readonly { tenantId: string; sessionId: string }[]): Promise<
+    | {
+        ok: true;
+        sessions: ReadonlyMap<string, { readonly state: string | null }>;
+      }
+    | { ok: false; reason: 'no_epoch' }
+  >;
 }
 
 /** The L0 projection as the client reads it (Projection from @tidemark/state). */
@@ -47,6 +64,8 @@ export interface SessionLog {
 
 export interface TurnReader {
   read(span: L0Span): Promise<TurnEvent[]>;
+  /** The append time (epoch ms) of the session's record at an offset; null when there is none or no time. */
+  appendTime(at: { topic: string; partition: number; offset: number; key: string }): Promise<number | null>;
 }
 
 /** A resume context as the API returns it. */
@@ -66,7 +85,40 @@ export interface ResumeResult {
   readonly rawToSeq: number;
   readonly messages: readonly ResumeMessage[];
   readonly contextHash: string;
+  /**
+   * Non-null when a compaction due for the session has not been decided within STALE_AFTER_MS: the
+   * context is older than it should be. Not part of the context (nor of its hash).
+   */
+  readonly stale: Staleness | null;
 }
+
+/** Where a session stands: its plan, the projection's watermark, the next compaction due, staleness. */
+export interface SessionStatus {
+  readonly tenantId: string;
+  readonly sessionId: string;
+  /** The plan resumes follow now; null before the first marker decision. */
+  readonly plan: {
+    readonly mode: ResumePlan['mode'];
+    /** Raw mode only: why (no_marker, newest_invalid). */
+    readonly reason: 'no_marker' | 'newest_invalid' | null;
+    /** The marker the context starts from (digest: the newest; raw: the checkpoint's, or null). */
+    readonly markerId: string | null;
+    readonly nodeId: string | null;
+    readonly frame: Frame | null;
+    /** The first raw turn appended after the node. */
+    readonly rawFromSeq: number;
+  } | null;
+  /** The projection's watermark: every turn up to it is applied. */
+  readonly appliedSeq: number;
+  readonly compaction: CompactionDue;
+  readonly stale: Staleness | null;
+}
+
+export type StatusRefusal = Extract<ResumeRefusal, 'session_not_found' | 'rebuilding'>;
+
+export type StatusOutcome =
+  | { readonly ok: true; readonly status: SessionStatus }
+  | { readonly ok: false; readonly code: StatusRefusal; readonly message: string };
 
 /** Why a session cannot be resumed right now. Expected outcomes, not errors. */
 export type ResumeRefusal =
@@ -108,10 +160,23 @@ export interface ResumeClientDeps {
   readonly divergenceChecks?: boolean;
   /** Bytes of built contexts kept for repeated resumes (default 32 MiB; 0 keeps none). */
   readonly contextCacheBytes?: number;
+  /** Each session's compaction policy, as the compactor applies it (default: core's defaultPolicy). */
+  readonly policyFor?: (ref: { readonly tenantId: string; readonly sessionId: string }) => Policy;
+  /** How long a due compaction may stay undecided before the session is reported stale (default 30 s). */
+  readonly staleAfterMs?: number;
+  /** The clock the stale check reads (tests). */
+  readonly now?: () => number;
 }
 
 export interface ResumeClient {
   resume(tenantId: string, sessionId: string): Promise<ResumeOutcome>;
+  /** The session's plan, watermark, next due compaction and staleness, without building a context. */
+  status(tenantId: string, sessionId: string): Promise<StatusOutcome>;
+}
+
+/** The client and what it registered (the stale gauge's source), released when its owner closes. */
+export interface ResumeClientHandle extends ResumeClient {
+  release(): void;
 }
 
 const refusalMessages: Readonly<Record<ResumeRefusal, string>> = {
@@ -127,8 +192,16 @@ export function refusal(code: ResumeRefusal): ResumeOutcome {
   return { ok: false, code, message: refusalMessages[code] };
 }
 
-export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClient {
+export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHandle {
   const { plans, log, turns, metrics } = deps;
+  const policyFor = deps.policyFor ?? (() => defaultPolicy);
+  const tracker = new StaleTracker({
+    staleAfterMs: deps.staleAfterMs ?? 30_000,
+    ...(deps.logger === undefined ? {} : { logger: deps.logger }),
+    ...(deps.now === undefined ? {} : { now: deps.now }),
+  });
+  const staleSource = () => tracker.staleSessions();
+  metrics?.staleSources.add(staleSource);
   const checkDivergence = deps.divergenceChecks ?? true;
   // A context is a pure function of its session, node and raw span: the node is content-addressed and
   // L0 turns never change once written. So a context built once is kept (bounded by bytes) and served
@@ -145,18 +218,30 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClient {
       log.watermark(tenantId, sessionId),
     ]);
     if (!stored.ok || epoch === null) return refusal('rebuilding');
-    const { plan, node } = stored;
-    if (plan === null) return refusal(watermark.appliedSeq > 0 ? 'no_plan' : 'session_not_found');
+    const { node } = stored;
+    if (stored.plan === null) {
+      if (watermark.appliedSeq === 0) return refusal('session_not_found');
+      // Not in the answer (a refusal), but in the gauge and the log: no L1 decided at all yet.
+      await staleness(ref, null, watermark.appliedSeq);
+      return refusal('no_plan');
+    }
+    const { plan } = splitStoredPlan(stored.plan);
     const nodeId = planNodeId(plan);
     if (nodeId !== null && node?.compactionId !== nodeId) return refusal('node_pending');
     const rawToSeq = watermark.appliedSeq;
     if (rawToSeq < plan.rawFromSeq - 1) return refusal('projection_behind');
+    // Evaluated beside the context (it never rejects); it reads nothing unless a boundary is overdue.
+    const stale = staleness(ref, stored.plan, rawToSeq).then((s) => s.stale);
 
     const cacheKey = `${tenantId}/${sessionId}|${nodeId ?? ''}|${plan.rawFromSeq}|${rawToSeq}`;
     const cached = cache.get(cacheKey);
     if (cached !== undefined) {
       metrics?.contextCache.inc({ result: 'hit' });
-      return { ok: true, result: resultOf(plan, nodeId, rawToSeq, cached), context: { ...cached, plan } };
+      return {
+        ok: true,
+        result: resultOf(plan, nodeId, rawToSeq, cached, await stale),
+        context: { ...cached, plan },
+      };
     }
     metrics?.contextCache.inc({ result: 'miss' });
 
@@ -181,7 +266,88 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClient {
     metrics?.rawTurns.observe({ mode: plan.mode }, raw.length);
     if (checkDivergence)
       divergence(ref, `${nodeId ?? 'start'}:${plan.rawFromSeq}:${rawToSeq}`, context.contextHash);
-    return { ok: true, result: resultOf(plan, nodeId, rawToSeq, context), context };
+    return { ok: true, result: resultOf(plan, nodeId, rawToSeq, context, await stale), context };
+  };
+
+  // The session against its policy's L1 cadence, and whether the due compaction is overdue. The newest
+  // decided L1 boundary comes with the stored plan; a plan stored before it did (an older worker) has it
+  // derived from the worker's state instead, so a session stuck since then is still seen.
+  const staleness = async (
+    ref: { tenantId: string; sessionId: string },
+    storedPlan: ResumePlan | null,
+    appliedSeq: number,
+  ): Promise<{ compaction: CompactionDue; stale: Staleness | null }> => {
+    const { l1EveryTurns } = policyFor(ref);
+    try {
+      let decided = storedPlan === null ? 0 : splitStoredPlan(storedPlan).decidedL1ToSeq;
+      decided ??= await decidedFromState(ref);
+      const compaction = compactionDue(decided, appliedSeq, l1EveryTurns);
+      const stale = await tracker.evaluate(ref, compaction, () => appendTimeOf(ref, compaction.dueSeq));
+      return { compaction, stale };
+    } catch (error) {
+      // The check is an addition to the answer, never a reason to refuse it.
+      deps.logger?.warn({ err: error, ...ref }, 'stale check failed');
+      return { compaction: compactionDue(0, 0, l1EveryTurns), stale: null };
+    }
+  };
+
+  const decidedFromState = async (ref: { tenantId: string; sessionId: string }): Promise<number> => {
+    const loaded = await plans.load([ref]);
+    const state = loaded.ok ? loaded.sessions.get(sessionKey(ref.tenantId, ref.sessionId))?.state : null;
+    if (state === null || state === undefined) return 0;
+    return decidedL1ToSeq((JSON.parse(state) as SessionPlanState).decisions);
+  };
+
+  // When the turn at seq was appended to turns.l0: its record's timestamp, at the position the
+  // projection keeps for the seq.
+  const appendTimeOf = async (
+    ref: { tenantId: string; sessionId: string },
+    seq: number,
+  ): Promise<number | null> => {
+    const position = await log.l0Position(ref.tenantId, ref.sessionId, seq);
+    if (position === null) return null;
+    return turns.appendTime({
+      topic: deps.turnsTopic,
+      partition: position.partition,
+      offset: position.offset,
+      key: sessionKey(ref.tenantId, ref.sessionId),
+    });
+  };
+
+  const status = async (tenantId: string, sessionId: string): Promise<StatusOutcome> => {
+    const ref = { tenantId, sessionId };
+    const [stored, epoch, watermark] = await Promise.all([
+      plans.read(ref),
+      log.epoch(),
+      log.watermark(tenantId, sessionId),
+    ]);
+    if (!stored.ok || epoch === null)
+      return { ok: false, code: 'rebuilding', message: refusalMessages.rebuilding };
+    if (stored.plan === null && watermark.appliedSeq === 0)
+      return { ok: false, code: 'session_not_found', message: refusalMessages.session_not_found };
+    const { compaction, stale } = await staleness(ref, stored.plan, watermark.appliedSeq);
+    const plan = stored.plan === null ? null : splitStoredPlan(stored.plan).plan;
+    return {
+      ok: true,
+      status: {
+        tenantId,
+        sessionId,
+        plan:
+          plan === null
+            ? null
+            : {
+                mode: plan.mode,
+                reason: plan.mode === 'raw' ? plan.reason : null,
+                markerId: plan.mode === 'digest' ? plan.marker.markerId : plan.checkpoint.markerId,
+                nodeId: planNodeId(plan),
+                frame: plan.frame,
+                rawFromSeq: plan.rawFromSeq,
+              },
+        appliedSeq: watermark.appliedSeq,
+        compaction,
+        stale,
+      },
+    };
   };
 
   // Where the raw span starts in turns.l0: right after the plan's boundary (the marker carries its
@@ -233,6 +399,17 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClient {
       if (outcome.ok) metrics?.latency.observe({ mode }, Number(process.hrtime.bigint() - started) / 1e9);
       return outcome;
     },
+    async status(tenantId, sessionId) {
+      try {
+        return await status(tenantId, sessionId);
+      } catch (error) {
+        if (error instanceof TidemarkCoreError) throw error;
+        throw new ResumeUnavailableError(`status failed: ${(error as Error).message}`, { cause: error });
+      }
+    },
+    release() {
+      metrics?.staleSources.delete(staleSource);
+    },
   };
 }
 
@@ -241,6 +418,7 @@ function resultOf(
   nodeId: string | null,
   rawToSeq: number,
   context: Pick<ResumeContext, 'messages' | 'contextHash'>,
+  stale: Staleness | null,
 ): ResumeResult {
   return {
     tenantId: plan.tenantId,
@@ -254,6 +432,7 @@ function resultOf(
     rawToSeq,
     messages: context.messages,
     contextHash: context.contextHash,
+    stale,
   };
 }
 

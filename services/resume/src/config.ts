@@ -1,4 +1,13 @@
-import { commonConfig, z, groupNamed } from '@tidemark/service';
+import {
+  defaultPolicy,
+  definePolicy,
+  parsePolicyOverrides,
+  policiesFrom,
+  type Policies,
+} from '@tidemark/core';
+import { commonConfig, ConfigError, z, groupNamed } from '@tidemark/service';
+
+const positive = z.coerce.number().int().positive();
 
 /** The resume service's configuration: the common variables plus its own, parsed once at start. */
 export const resumeConfigSchema = z
@@ -36,6 +45,29 @@ export const resumeConfigSchema = z
       .int()
       .positive()
       .default(4 * 1024 * 1024),
+    /**
+     * How long a due compaction may stay undecided before the session is reported stale: its L0 turn at
+     * the due L1 boundary was appended longer ago than this and no decision names that span yet.
+     */
+    STALE_AFTER_MS: positive.default(30_000),
+    /** The compactor's L1 cadence (the same variable the compactor reads): an L1 is due every this many turns. */
+    L1_EVERY_TURNS: positive.default(defaultPolicy.l1EveryTurns),
+    /**
+     * The compactor's per-session or per-tenant policies (the same variable, parsed the same way, core
+     * parsePolicyOverrides): {"tenant/session": {...}, "tenant": {...}}.
+     */
+    POLICY_OVERRIDES: z
+      .string()
+      .optional()
+      .transform((raw, context) => {
+        if (raw === undefined) return {};
+        try {
+          return parsePolicyOverrides(raw);
+        } catch (error) {
+          context.addIssue({ code: 'custom', message: (error as Error).message });
+          return z.NEVER;
+        }
+      }),
   })
   .transform((config) => ({
     ...config,
@@ -43,3 +75,17 @@ export const resumeConfigSchema = z
   }));
 
 export type ResumeConfig = z.infer<typeof resumeConfigSchema>;
+
+/**
+ * The compaction policy of each session as the compactor applies it (L1_EVERY_TURNS, POLICY_OVERRIDES),
+ * each override checked by core: a bad one fails at start, naming the variable. The resume service
+ * reads only the L1 cadence, to tell when an L1 is due.
+ */
+export function policiesOf(config: Pick<ResumeConfig, 'L1_EVERY_TURNS' | 'POLICY_OVERRIDES'>): Policies {
+  const base = definePolicy({ l1EveryTurns: config.L1_EVERY_TURNS });
+  try {
+    return policiesFrom(base, config.POLICY_OVERRIDES);
+  } catch (error) {
+    throw new ConfigError(`POLICY_OVERRIDES: ${(error as Error).message}`, ['POLICY_OVERRIDES']);
+  }
+}

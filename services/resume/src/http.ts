@@ -52,9 +52,17 @@ export function registerResumeRoutes(
 
   http.get('/openapi.json', () => openapi);
 
-  http.get<{ Params: { tenantId: string; sessionId: string } }>(
-    '/v1/sessions/:tenantId/:sessionId/resume',
-    async (request, reply) => {
+  // Both session routes: the token, then the tenant (before anything is looked up), then the id; a
+  // refusal is its code's status, a failing dependency 503, an inconsistent state 500.
+  const sessionRoute = <T>(
+    path: string,
+    action: 'resume' | 'status',
+    call: (
+      tenantId: string,
+      sessionId: string,
+    ) => Promise<{ ok: true; body: T } | { ok: false; code: ResumeRefusal; message: string }>,
+  ) =>
+    http.get<{ Params: { tenantId: string; sessionId: string } }>(path, async (request, reply) => {
       const auth = tokens.authenticate(request.headers.authorization);
       if (!auth.ok) {
         return fail(
@@ -68,23 +76,34 @@ export function registerResumeRoutes(
         return fail(reply, 'forbidden', "the token may not read this tenant's sessions");
       if (!idPattern.test(sessionId)) return fail(reply, 'bad_request', 'the session id is not valid');
       try {
-        const outcome = await client.resume(tenantId, sessionId);
+        const outcome = await call(tenantId, sessionId);
         if (!outcome.ok) return fail(reply, outcome.code, outcome.message);
-        return reply.code(200).send(outcome.result);
+        return reply.code(200).send(outcome.body);
       } catch (error) {
         if (error instanceof ResumeUnavailableError) {
-          logger.warn({ err: error, tenantId, sessionId }, 'resume unavailable');
+          logger.warn({ err: error, tenantId, sessionId }, `${action} unavailable`);
           return fail(
             reply,
             'unavailable',
             'a dependency of the resume service is unavailable; retry shortly',
           );
         }
-        logger.error({ err: error, tenantId, sessionId }, 'resume failed');
+        logger.error({ err: error, tenantId, sessionId }, `${action} failed`);
         const message =
           error instanceof TidemarkCoreError ? 'the resume state is inconsistent' : 'internal error';
         return fail(reply, 'internal', message);
       }
-    },
-  );
+    });
+
+  sessionRoute('/v1/sessions/:tenantId/:sessionId/resume', 'resume', async (tenantId, sessionId) => {
+    const outcome = await client.resume(tenantId, sessionId);
+    return outcome.ok ? { ok: true, body: outcome.result } : outcome;
+  });
+
+  // The session's plan, watermark, next due compaction and staleness: what an operator (or a runtime
+  // deciding whether to trust a resume) asks without building a context.
+  sessionRoute('/v1/sessions/:tenantId/:sessionId/status', 'status', async (tenantId, sessionId) => {
+    const outcome = await client.status(tenantId, sessionId);
+    return outcome.ok ? { ok: true, body: outcome.status } : outcome;
+  });
 }

@@ -8,7 +8,11 @@ export {
   type ResumeOutcome,
   type ResumeRefusal,
   type ResumeResult,
+  type SessionStatus,
+  type StatusOutcome,
+  type StatusRefusal,
 } from './client.js';
-export { resumeConfigSchema, type ResumeConfig } from './config.js';
+export { type CompactionDue, type Staleness } from './stale.js';
+export { policiesOf, resumeConfigSchema, type ResumeConfig } from './config.js';
 export { hashToken, parseTokenList, readTokenFile, TokenVerifier, type TokenEntry } from './auth.js';
 export { ResumeWorker } from './worker.js';

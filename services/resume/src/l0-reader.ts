@@ -14,6 +14,8 @@ export interface L0Message {
   readonly offset: string;
   readonly key: Buffer | null;
   readonly value: Buffer | null;
+  /** The record's timestamp (epoch ms as a string): its append time (CreateTime or LogAppendTime). */
+  readonly timestamp?: string;
   readonly isControlRecord?: boolean;
 }
 interface FetchPartition {
@@ -147,6 +149,24 @@ export class L0Reader {
         throw new Error(`fetch ${topic}[${partition}] failed: error ${data.errorCode}`);
       return data.messages.filter((message) => Number(message.offset) >= offset);
     }
+  }
+
+  /**
+   * The timestamp of the record at an offset (epoch ms), when it is there and carries the session's key:
+   * when that turn was appended to turns.l0. One Fetch. Null when there is no such record or no time.
+   */
+  async appendTime(at: {
+    topic: string;
+    partition: number;
+    offset: number;
+    key: string;
+  }): Promise<number | null> {
+    const messages = await this.fetchAt(at.topic, at.partition, at.offset);
+    const message = messages.find((m) => Number(m.offset) === at.offset);
+    if (message === undefined || message.isControlRecord === true) return null;
+    if (message.key?.toString('utf8') !== at.key) return null;
+    const timestamp = Number(message.timestamp);
+    return Number.isSafeInteger(timestamp) && timestamp >= 0 ? timestamp : null;
   }
 
   /** The session's turns fromSeq..toSeq, in seq order (the first record of each seq wins). */

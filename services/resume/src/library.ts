@@ -1,4 +1,4 @@
-import type { TurnEvent } from '@tidemark/core';
+import type { Policy, TurnEvent } from '@tidemark/core';
 import {
   type Bus,
   decodeRecord,
@@ -31,6 +31,13 @@ export type ResumeClientOptions = {
   readonly fetchBytes?: number;
   /** Bytes of built contexts kept for repeated resumes (default 32 MiB; 0 keeps none). */
   readonly contextCacheBytes?: number;
+  /**
+   * Each session's compaction policy, as the compactor applies it (L1_EVERY_TURNS, POLICY_OVERRIDES;
+   * config policiesOf): when an L1 is due, for the stale check. Default: core's defaultPolicy.
+   */
+  readonly policyFor?: (ref: { readonly tenantId: string; readonly sessionId: string }) => Policy;
+  /** How long a due compaction may stay undecided before a session is reported stale (default 30 s). */
+  readonly staleAfterMs?: number;
 } & (
   | { readonly bus: Bus }
   | {
@@ -82,9 +89,15 @@ export function createResumeClient(options: ResumeClientOptions): ResumeLibraryC
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.divergenceChecks === undefined ? {} : { divergenceChecks: options.divergenceChecks }),
     ...(options.contextCacheBytes === undefined ? {} : { contextCacheBytes: options.contextCacheBytes }),
+    ...(options.policyFor === undefined ? {} : { policyFor: options.policyFor }),
+    ...(options.staleAfterMs === undefined ? {} : { staleAfterMs: options.staleAfterMs }),
   });
   return {
     resume: (tenantId, sessionId) => client.resume(tenantId, sessionId),
-    close: () => reader.close(),
+    status: (tenantId, sessionId) => client.status(tenantId, sessionId),
+    close: () => {
+      client.release();
+      return reader.close();
+    },
   };
 }

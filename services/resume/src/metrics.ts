@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 /** The resume service's metrics, registered on the injected registry (one per process or per test). */
 export interface ResumeMetrics {
@@ -10,6 +10,9 @@ export interface ResumeMetrics {
   readonly nodes: Counter;
   readonly conflicts: Counter<'reason'>;
   readonly contextCache: Counter<'result'>;
+  readonly staleSessions: Gauge;
+  /** What staleSessions sums at scrape time: each client's count of sessions it last found stale. */
+  readonly staleSources: Set<() => number>;
 }
 
 const cache = new WeakMap<Registry, ResumeMetrics>();
@@ -18,6 +21,7 @@ export function resumeMetrics(registry: Registry): ResumeMetrics {
   const existing = cache.get(registry);
   if (existing !== undefined) return existing;
   const registers = [registry];
+  const staleSources = new Set<() => number>();
   const metrics: ResumeMetrics = {
     resumes: new Counter({
       name: 'tidemark_resume_requests_total',
@@ -68,6 +72,17 @@ export function resumeMetrics(registry: Registry): ResumeMetrics {
       labelNames: ['result'],
       registers,
     }),
+    staleSessions: new Gauge({
+      name: 'tidemark_resume_stale_sessions',
+      help: 'Sessions whose latest evaluation by this instance (a resume or status request in the last 15 minutes) found them stale: a due compaction undecided for longer than STALE_AFTER_MS.',
+      registers,
+      collect() {
+        let count = 0;
+        for (const source of staleSources) count += source();
+        this.set(count);
+      },
+    }),
+    staleSources,
   };
   cache.set(registry, metrics);
   return metrics;

@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { Bus, provisionTopics, topicNames } from '@tidemark/contract';
 import {
   createLogger,
+  dependencyCheck,
   Gauge,
+  logRedisOutages,
   type Logger,
   Registry,
   type ServiceComponent,
@@ -13,7 +15,7 @@ import { Redis } from 'ioredis';
 import { parseTokenList, readTokenFile, TokenVerifier, type TokenEntry } from './auth.js';
 import { ResumeUnavailableError } from './client.js';
 import { createResumeClient, type ResumeLibraryClient } from './library.js';
-import type { ResumeConfig } from './config.js';
+import { policiesOf, type ResumeConfig } from './config.js';
 import { registerResumeRoutes } from './http.js';
 import { resumeMetrics } from './metrics.js';
 import { ResumeWorker } from './worker.js';
@@ -64,6 +66,8 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
     });
   }
   const tokens = new TokenVerifier(deps.tokens ?? tokensFromConfig(config));
+  // The compactor's policies (a bad override fails here, at start): when a session's L1 is due.
+  const { policyFor } = policiesOf(config);
   if (tokens.size === 0) logger.warn('no resume tokens configured: every API request will get 401');
 
   let bus: Bus | null = null;
@@ -76,18 +80,20 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
   let stopped = false;
 
   // Routes go on before listen(); they answer 503 until start() has connected.
+  const started = <T>(use: (started: ResumeLibraryClient) => Promise<T>): Promise<T> => {
+    if (client === null) {
+      const cause = new Error('resume service not started');
+      return Promise.reject(new ResumeUnavailableError(cause.message, { cause }));
+    }
+    return use(client);
+  };
   if (deps.host !== undefined) {
     registerResumeRoutes(deps.host.http, {
       tokens,
       logger,
       client: {
-        resume: (tenantId, sessionId) => {
-          if (client === null) {
-            const cause = new Error('resume service not started');
-            return Promise.reject(new ResumeUnavailableError(cause.message, { cause }));
-          }
-          return client.resume(tenantId, sessionId);
-        },
+        resume: (tenantId, sessionId) => started((c) => c.resume(tenantId, sessionId)),
+        status: (tenantId, sessionId) => started((c) => c.status(tenantId, sessionId)),
       },
     });
   }
@@ -185,7 +191,12 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
     if (config.PROVISION_TOPICS) {
       await provisionTopics(await bus.admin(), topics, { partitions: config.TOPIC_PARTITIONS });
     }
-    redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
+    // ioredis reconnects by itself; an outage is told once, not as an error per reconnect.
+    redis = logRedisOutages(
+      new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true }),
+      logger,
+      'resume',
+    );
     plans = new PlanStore(redis, { prefix: config.REDIS_PREFIX });
     client = createResumeClient({
       redis,
@@ -196,6 +207,8 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
       divergenceChecks: config.RESUME_DIVERGENCE_CHECKS,
       fetchBytes: config.RESUME_FETCH_BYTES,
       contextCacheBytes: config.RESUME_CONTEXT_CACHE_BYTES,
+      policyFor,
+      staleAfterMs: config.STALE_AFTER_MS,
     });
     await rebuildIfLost();
     if (worker === null) await startWorker();
@@ -207,7 +220,13 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
       rebuilding = (async () => {
         if (worker?.lost === true || (await plans?.epoch()) === null) await rebuildIfLost();
       })()
-        .catch((error: unknown) => logger.error({ err: error }, 'resume store rebuild failed'))
+        .catch((error: unknown) =>
+          // Redis not answering yet, most often: the check runs again in RESUME_EPOCH_CHECK_MS.
+          logger.warn(
+            { err: error, retryInMs: config.RESUME_EPOCH_CHECK_MS },
+            'resume store rebuild failed; retrying',
+          ),
+        )
         .finally(() => {
           rebuilding = null;
         });
@@ -216,6 +235,17 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
   };
 
   return {
+    // Nothing answers a frozen Redis or broker: the pings have a deadline.
+    dependencies: {
+      redis: dependencyCheck(
+        () => redis?.ping() ?? Promise.reject(new Error('not started')),
+        config.DEPENDENCY_TIMEOUT_MS,
+      ),
+      kafka: dependencyCheck(
+        () => bus?.ping() ?? Promise.reject(new Error('not started')),
+        config.DEPENDENCY_TIMEOUT_MS,
+      ),
+    },
     get client(): ResumeLibraryClient {
       if (client === null) throw new Error('resume service not started');
       return client;

@@ -85,6 +85,42 @@ export function applyDecisions(
   return { state: { ...state, lastOffset, frame, decisions, plan }, changed };
 }
 
+/**
+ * The end of the newest L1 span any decision names (emitted or invalid, any cause, any generation); 0
+ * before the first. The compactor cuts the next L1 from the seq after it, so the next L1 boundary is due
+ * by this plus l1EveryTurns at the latest (sooner under a token budget). Every generation counts: a
+ * replay under a new policy re-decides spans already decided once, and is not reported overdue for them.
+ */
+export function decidedL1ToSeq(decisions: readonly StoredDecision[]): number {
+  let toSeq = 0;
+  for (const decision of decisions)
+    if (decision.depth === 1 && decision.toSeq > toSeq) toSeq = decision.toSeq;
+  return toSeq;
+}
+
+/**
+ * The plan as the worker stores it: core's plan plus the newest decided L1 boundary, so that a resume
+ * tells whether a compaction is overdue from the plan it reads anyway (no extra round trip, no parsing
+ * of the decision history). The store keeps the plan's JSON as it is given.
+ */
+export type StoredPlan = ResumePlan & { readonly decidedL1ToSeq: number };
+
+export function storedPlanOf(state: SessionPlanState & { readonly plan: ResumePlan }): StoredPlan {
+  return { ...state.plan, decidedL1ToSeq: decidedL1ToSeq(state.decisions) };
+}
+
+/**
+ * Splits a plan read from the store into core's plan and its decided L1 boundary: null for a plan
+ * written before the boundary was stored (the reader then derives it from the worker state).
+ */
+export function splitStoredPlan(stored: ResumePlan): { plan: ResumePlan; decidedL1ToSeq: number | null } {
+  const { decidedL1ToSeq: decided, ...plan } = stored as ResumePlan & { decidedL1ToSeq?: unknown };
+  return {
+    plan,
+    decidedL1ToSeq: typeof decided === 'number' && Number.isSafeInteger(decided) ? decided : null,
+  };
+}
+
 function sameDecision(a: StoredDecision, b: StoredDecision): boolean {
   return (
     a.type === b.type &&

@@ -3,7 +3,7 @@ import type { Bus, DecodedRecord, EventConsumer } from '@tidemark/contract';
 import { sessionKeyOf, type PlanStore, type PlanWrite } from '@tidemark/state';
 import type { Logger } from 'pino';
 import type { ResumeMetrics } from './metrics.js';
-import { applyDecisions, emptySessionState, type SessionPlanState } from './session-plan.js';
+import { applyDecisions, emptySessionState, storedPlanOf, type SessionPlanState } from './session-plan.js';
 
 // The resume worker: two consumers in the service's own groups.
 // - markers (group `<group>`): each batch's decisions are applied per session (session-plan.ts) and the
@@ -150,7 +150,7 @@ export class ResumeWorker {
         sessionId: session.sessionId,
         version: cached.version,
         state: JSON.stringify(state),
-        plan: state.plan,
+        plan: storedPlanOf({ ...state, plan: state.plan }),
       });
       next.set(key, { epoch: cached.epoch, version: cached.version + 1, state });
     }

@@ -194,6 +194,20 @@ export async function getResume(
   return { status: response.status, body: JSON.parse(text) as Record<string, unknown>, text };
 }
 
+export async function getStatus(
+  url: string,
+  tenantId: string,
+  sessionId: string,
+  token: string | null = tokens.a,
+): Promise<{ status: number; body: Record<string, unknown>; text: string }> {
+  const response = await fetch(
+    `${url}/v1/sessions/${encodeURIComponent(tenantId)}/${encodeURIComponent(sessionId)}/status`,
+    { headers: token === null ? {} : { authorization: `Bearer ${token}` } },
+  );
+  const text = await response.text();
+  return { status: response.status, body: JSON.parse(text) as Record<string, unknown>, text };
+}
+
 /** Polls the API until the resume answers 200 with the given node (the worker caught up). */
 export async function waitForResume(
   url: string,

@@ -3,16 +3,25 @@ import { fastify } from 'fastify';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { hashToken, parseTokenList, TokenVerifier } from '../src/auth.js';
-import { refusal, ResumeUnavailableError, type ResumeClient, type ResumeOutcome } from '../src/client.js';
+import {
+  refusal,
+  ResumeUnavailableError,
+  type ResumeClient,
+  type ResumeOutcome,
+  type StatusOutcome,
+} from '../src/client.js';
 import { registerResumeRoutes } from '../src/http.js';
 
 // The HTTP mapping of every outcome, over an in-process client (the real one is tested against the stack).
 
 const tokens = new TokenVerifier(parseTokenList(`tenant-a:${hashToken('alpha')}`));
 
-function app(resume: ResumeClient['resume']) {
+function app(
+  resume: ResumeClient['resume'],
+  status: ResumeClient['status'] = () => Promise.resolve(statusOk),
+) {
   const http = fastify();
-  registerResumeRoutes(http, { client: { resume }, tokens, logger: pino({ level: 'silent' }) });
+  registerResumeRoutes(http, { client: { resume, status }, tokens, logger: pino({ level: 'silent' }) });
   return (path: string, token: string | null = 'alpha') =>
     http.inject({
       method: 'GET',
@@ -35,8 +44,21 @@ const ok: ResumeOutcome = {
     rawToSeq: 0,
     messages: [],
     contextHash: 'h',
+    stale: { since: '2026-12-01T00:00:00.000Z', reason: 'compaction_overdue' },
   },
   context: null as never,
+};
+
+const statusOk: StatusOutcome = {
+  ok: true,
+  status: {
+    tenantId: 'tenant-a',
+    sessionId: 's',
+    plan: null,
+    appliedSeq: 12,
+    compaction: { l1EveryTurns: 10, decidedL1ToSeq: 0, dueSeq: 10, due: true },
+    stale: { since: '2026-12-01T00:00:00.000Z', reason: 'compaction_overdue' },
+  },
 };
 
 describe('the resume routes', () => {
@@ -94,5 +116,36 @@ describe('the resume routes', () => {
     const response = await app(() => Promise.resolve(ok))('/openapi.json', null);
     expect(response.statusCode).toBe(200);
     expect(response.json<{ openapi: string }>().openapi).toMatch(/^3\./);
+  });
+
+  it('answers the status route under the same rules as resume: 401, 403, 400 before the client, 404 from it', async () => {
+    let asked = 0;
+    const get = app(
+      () => Promise.resolve(ok),
+      (_tenantId, sessionId) => {
+        asked += 1;
+        return Promise.resolve(
+          sessionId === 'unknown'
+            ? { ok: false, code: 'session_not_found', message: 'no such session' }
+            : statusOk,
+        );
+      },
+    );
+    expect((await get('/v1/sessions/tenant-a/s/status', null)).statusCode).toBe(401);
+    expect((await get('/v1/sessions/tenant-a/s/status', 'not-alpha')).statusCode).toBe(401);
+    expect((await get('/v1/sessions/tenant-b/s/status')).statusCode).toBe(403);
+    expect((await get('/v1/sessions/tenant-a/a%20b/status')).statusCode).toBe(400);
+    expect(asked).toBe(0);
+    const unknown = await get('/v1/sessions/tenant-a/unknown/status');
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json()).toEqual({ code: 'session_not_found', message: expect.any(String) as unknown });
+    const read = await get('/v1/sessions/tenant-a/s/status');
+    expect(read.statusCode).toBe(200);
+    expect(read.json()).toEqual(statusOk.ok ? statusOk.status : null);
+    const down = app(
+      () => Promise.resolve(ok),
+      () => Promise.reject(new ResumeUnavailableError('redis down', { cause: new Error('x') })),
+    );
+    expect((await down('/v1/sessions/tenant-a/s/status')).statusCode).toBe(503);
   });
 });
