@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 // The repository root is not a workspace package (it has no dependencies of its own), so the bench
 // reaches the packages through their public index files, and kafkajs through the contract's Bus.
 import {
@@ -38,7 +38,8 @@ import { commonConfig, createLogger, parseConfig, z } from '../libs/service/src/
 // plus the validation latency (compaction record timestamp → its first decision's record timestamp).
 // Everything runs on topics and Redis keys of its own and is removed afterwards.
 //
-//   pnpm exec tsx bench/pipeline.ts [--sessions 200] [--turns 500] [--rate 0] [--partitions 4] [--timeline] [--processes]
+//   pnpm exec tsx bench/pipeline.ts [--sessions 200] [--turns 500] [--rate 0] [--partitions 4] [--seed 1] [--timeline] [--processes]
+//   pnpm bench:pipeline --help      (the options)
 //
 // --processes runs each service in its own process (as in production) instead of all four in this one.
 //
@@ -54,21 +55,76 @@ interface Message {
   readonly value: Buffer;
 }
 
-const { values: flags } = parseArgs({
-  options: {
-    sessions: { type: 'string', default: '200' },
-    turns: { type: 'string', default: '500' },
-    rate: { type: 'string', default: '0' },
-    partitions: { type: 'string', default: '4' },
-    seed: { type: 'string', default: '1' },
-    timeline: { type: 'boolean', default: false },
-    processes: { type: 'boolean', default: false },
-  },
-});
+// The options, for the parser and for --help. An option the bench does not know, or a value out of
+// range, is one line on stderr and exit code 2, before anything touches the stack.
+const options = {
+  sessions: { type: 'string', default: '200' },
+  turns: { type: 'string', default: '500' },
+  rate: { type: 'string', default: '0' },
+  partitions: { type: 'string', default: '4' },
+  seed: { type: 'string', default: '1' },
+  timeline: { type: 'boolean', default: false },
+  processes: { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const satisfies ParseArgsConfig['options'];
+const described: Record<keyof typeof options, string> = {
+  sessions: 'sessions in the workload, of one tenant',
+  turns: 'turns per session',
+  rate: 'offered turns/s in both legs, paced; 0 offers as fast as possible',
+  partitions: 'partitions of the baseline topic and of the pipeline topics',
+  seed: 'the workload seed and its interleaving',
+  timeline: 'print every stage sample (one per 250 ms)',
+  processes: 'run each service in its own process instead of all four in this one',
+  help: 'print these options and exit',
+};
+
+function usage(): string {
+  const rows = Object.entries(options).map(([name, option]) => {
+    const flag = `${'short' in option ? `-${option.short}, ` : ''}--${name}${option.type === 'string' ? ' <n>' : ''}`;
+    const text = described[name as keyof typeof options];
+    return [flag, option.type === 'string' ? `${text} (default ${option.default})` : text] as const;
+  });
+  const width = Math.max(...rows.map(([flag]) => flag.length));
+  return [
+    'Usage: pnpm bench:pipeline [options]   (= pnpm exec tsx bench/pipeline.ts [options])',
+    '',
+    'Pipeline throughput against a bare kafkajs passthrough, and the validation latency, on the',
+    'stack the environment names (KAFKA_BROKERS, SCHEMA_REGISTRY_URL, REDIS_URL; the local one',
+    'by default: pnpm infra:up). See bench/README.md.',
+    '',
+    'Options:',
+    ...rows.map(([flag, text]) => `  ${flag.padEnd(width)}  ${text}`),
+    '',
+  ].join('\n');
+}
+
+function refuse(message: string): never {
+  process.stderr.write(`bench/pipeline.ts: ${message} (--help lists the options)\n`);
+  process.exit(2);
+}
+
+function readFlags(args: string[]) {
+  try {
+    return parseArgs({ args, options, strict: true, allowPositionals: false }).values;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const message = error instanceof Error ? error.message : String(error);
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+      refuse(`unknown option ${/'[^']*'/.exec(message)?.[0] ?? message}`);
+    }
+    if (code?.startsWith('ERR_PARSE_ARGS_') === true) refuse(message.split('. ')[0] ?? message);
+    throw error;
+  }
+}
+
+const flags = readFlags(process.argv.slice(2));
+if (flags.help) {
+  process.stdout.write(usage());
+  process.exit(0);
+}
 const positive = (name: string, raw: string, min = 1): number => {
   const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < min)
-    throw new RangeError(`--${name} must be an integer ≥ ${min}`);
+  if (!Number.isSafeInteger(value) || value < min) refuse(`--${name} must be an integer ≥ ${min}`);
   return value;
 };
 const sessions = positive('sessions', flags.sessions);

@@ -1,9 +1,14 @@
 import { replayCommand } from '@tidemark/compactor';
 import { definePolicy, type Policy } from '@tidemark/core';
-import { createResumeClient, type ResumeLibraryClient } from '@tidemark/resume';
+import {
+  createResumeClient,
+  policiesOf,
+  resumeConfigSchema,
+  type ResumeLibraryClient,
+} from '@tidemark/resume';
 import { sessionKey, type Bus } from '@tidemark/contract';
 import { loadScenarios, type ScenarioSession } from '@tidemark/scenarios';
-import { commonConfig, createLogger, parseConfig, z } from '@tidemark/service';
+import { commonConfig, createLogger, logRedisOutages, parseConfig, z } from '@tidemark/service';
 import { Command, InvalidArgumentError } from 'commander';
 import { Redis } from 'ioredis';
 import { runDemo, policyOverridesOf } from './demo.js';
@@ -11,10 +16,12 @@ import { runFallbackReport, formatFallbackReport } from './fallback.js';
 import { formatSessionReport } from './format.js';
 import { Journal } from './journal.js';
 import { provision, startPipeline, waitUntilReady, type Env } from './pipeline.js';
+import { preflight } from './preflight.js';
 
 // The `tidemark` command. Where the stack is comes from the environment (KAFKA_BROKERS,
 // SCHEMA_REGISTRY_URL, REDIS_URL, TOPIC_PREFIX, REDIS_PREFIX: the same variables as the services, with
-// defaults for the local stack); what to do, from the arguments.
+// defaults for the local stack); what to do, from the arguments. Every command needs the stack, so each
+// first checks that it answers (preflight.ts), and a stack that is down is one line, within seconds.
 
 const write = (text: string) => process.stdout.write(`${text}\n`);
 const note = (text: string) => process.stderr.write(`${text}\n`);
@@ -126,9 +133,23 @@ async function withResumeClient<T>(
   use: (bus: Bus, client: ResumeLibraryClient) => Promise<T>,
 ): Promise<T> {
   const config = parseConfig(z.object(commonConfig), env);
-  const bus = await provision(env, createLogger('tidemark', 'error'));
-  const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 });
-  const client = createResumeClient({ redis, redisPrefix: config.REDIS_PREFIX, bus });
+  // No log lines: these commands print their answer on stdout, and a failure is the error they exit with.
+  const quiet = createLogger('tidemark', 'silent');
+  const bus = await provision(env, quiet);
+  const redis = logRedisOutages(
+    new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 }),
+    quiet,
+    'cli',
+  );
+  // The resume configuration's policies and staleness bound, so `stale` reads as the service's would.
+  const resume = parseConfig(resumeConfigSchema, env);
+  const client = createResumeClient({
+    redis,
+    redisPrefix: config.REDIS_PREFIX,
+    bus,
+    policyFor: policiesOf(resume).policyFor,
+    staleAfterMs: resume.STALE_AFTER_MS,
+  });
   try {
     return await use(bus, client);
   } finally {
@@ -245,5 +266,6 @@ export function tidemarkProgram(env: Env = process.env): Command {
     .addCommand(inspectCommand(env))
     .addCommand(resumeCommand(env))
     .addCommand(reportCommand(env))
+    .hook('preAction', () => preflight(env))
     .showHelpAfterError();
 }
