@@ -12,8 +12,16 @@ export type ContractErrorCode =
   | 'seq_out_of_order'
   /** The schema registry refused or failed a call (an incompatible schema, a 5xx, unreachable). */
   | 'registry'
-  /** The broker did not take a send (it is unknown what reached it); the publisher's sessions restart their seq baseline. */
+  /**
+   * The broker did not take a send (kafkajs gave up on it), or a turn was not sent because an earlier
+   * send of its session failed or timed out. Retriable: republish the same turns, same seqs.
+   */
   | 'send_failed'
+  /**
+   * A send was not acknowledged within the publisher's `timeoutMs`; whether it reached the broker is
+   * unknown. Retriable: republish the same turns, same seqs (a turn already stored is a redelivery).
+   */
+  | 'send_timeout'
   /** The object was used after it was closed. */
   | 'closed';
 

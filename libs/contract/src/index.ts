@@ -56,4 +56,10 @@ export {
   type EventConsumer,
   type EventProducer,
 } from './bus.js';
-export { createPublisher, type PublishableTurn, type Publisher, type PublisherOptions } from './publisher.js';
+export {
+  createPublisher,
+  defaultPublishTimeoutMs,
+  type PublishableTurn,
+  type Publisher,
+  type PublisherOptions,
+} from './publisher.js';

@@ -1,12 +1,33 @@
 import { validateTurn, type TurnEvent } from '@tidemark/core';
+import { Partitioners, type RetryOptions } from 'kafkajs';
 import type { Logger } from 'pino';
-import { Bus, type BusProducer, type EncodedMessage } from './bus.js';
+import { Bus, BusProducer, type EncodedMessage } from './bus.js';
 import { ContractError } from './errors.js';
 import { sessionKey, topicNames } from './topics.js';
 
 // The publisher agent runtimes use to append turns to turns.l0: batched (a few ms of linger, or a full
-// batch), ordered per session (one key, one partition, one send at a time), and strict about seqs so a
-// runtime finds out at once, with the session named, instead of a materializer dead-lettering a gap.
+// batch), ordered per session (one key, one partition, one send at a time), strict about seqs so a
+// runtime finds out at once, with the session named, instead of a materializer dead-lettering a gap,
+// and bounded in time: a publish resolves or rejects within `timeoutMs`.
+
+/** PublisherOptions.timeoutMs when it is not given. */
+export const defaultPublishTimeoutMs = 30_000;
+/** The longest a timer can wait (setTimeout fires at once past it). */
+const maxTimeoutMs = 2_147_483_647;
+
+/**
+ * kafkajs's own retry of one send (it was the client's: 8 retries, from 100 ms doubling up to 30 s):
+ * at most 3 retries, 100 ms apart doubling to at most 1 s (≈ 0.7 s of waiting in all). An attempt may
+ * itself wait for the client to reconnect (the Bus client's connection retries: 8, from 100 ms
+ * doubling, ≈ 20–30 s) or for the broker's answer (a request times out after 30 s), so a send kafkajs
+ * keeps trying ends within a minute or so, a few minutes at worst. The publisher does not wait for it:
+ * at `timeoutMs` it gives the send up and goes on with a new producer (see TurnPublisher#send).
+ */
+const publisherSendRetry = {
+  retries: 3,
+  initialRetryTime: 100,
+  maxRetryTime: 1_000,
+} as const satisfies RetryOptions;
 
 export interface PublisherOptions {
   brokers: string[];
@@ -20,6 +41,13 @@ export interface PublisherOptions {
   maxBatchTurns?: number;
   /** Assign each turn the session's next seq (starting at 1, or after `resumeSession`) instead of checking it. */
   assignSeq?: boolean;
+  /**
+   * How long a publish may take, from the call to the broker's acknowledgement (linger, waiting for the
+   * send before it, and kafkajs's retries included): the publisher's whole retry window. Past it, the
+   * call rejects with a retriable ContractError `send_timeout`, and the runtime republishes the same
+   * turns. A whole number of milliseconds, 1 to 2^31 − 1. Default 30 000 (`defaultPublishTimeoutMs`).
+   */
+  timeoutMs?: number;
   logger?: Logger;
   maxEventBytes?: number;
 }
@@ -28,32 +56,63 @@ export interface PublisherOptions {
 export type PublishableTurn = Omit<TurnEvent, 'seq'> & { readonly seq?: number };
 
 export interface Publisher {
-  /** Appends one turn; resolves when it is durably written. Rejects at once (ContractError) if it is invalid. */
+  /**
+   * Appends one turn; resolves when it is durably written. Rejects at once (ContractError) if it is
+   * invalid, and within `timeoutMs` otherwise (retriable `send_failed` or `send_timeout`: republish).
+   */
   publishTurn(turn: PublishableTurn): Promise<TurnEvent>;
-  /** Appends turns in order; resolves when all are durably written. */
+  /** Appends turns in order; resolves when all are durably written. Rejects as `publishTurn` does, for all of them. */
   publishTurns(turns: readonly PublishableTurn[]): Promise<TurnEvent[]>;
   /**
    * Tells the publisher where a session stands (its last published seq), for a runtime resuming a
    * session another process started. Otherwise the first turn of a session sets the baseline.
    */
   resumeSession(tenantId: string, sessionId: string, lastSeq: number): void;
-  /** Sends whatever is waiting and resolves once everything published so far is durable. */
+  /** Sends whatever is waiting and resolves once it is durable, failed or timed out (within `timeoutMs`). */
   flush(): Promise<void>;
   /** Flushes, then disconnects. */
   close(): Promise<void>;
 }
 
-interface Pending {
+/** Where a session of a call stood when the call was accepted. */
+interface CallSession {
   readonly key: string;
-  /** The session's epoch when the turn was accepted: a failed send starts a new one. */
+  /** The session's epoch: every failed or timed-out call of a session starts a new one. */
   readonly epoch: number;
-  readonly turn: TurnEvent;
-  readonly message: EncodedMessage;
-  readonly resolve: () => void;
-  readonly reject: (error: unknown) => void;
+  /** The call's first seq in the session: a failed call rolls the session back to just before it. */
+  readonly firstSeq: number;
 }
 
+/** One publishTurns call, queued: its turns always go out in the same send, and it settles as a whole. */
+interface Call {
+  readonly turns: readonly TurnEvent[];
+  readonly messages: readonly EncodedMessage[];
+  readonly sessions: readonly CallSession[];
+  /** When it rejects with send_timeout unless acknowledged (Date.now() time). */
+  readonly deadline: number;
+  readonly resolve: () => void;
+  readonly reject: (error: ContractError) => void;
+}
+
+/** One kafkajs producer of the publisher's, and its connection (begun when it was made). */
+interface Slot {
+  readonly producer: BusProducer;
+  readonly connected: Promise<void>;
+}
+
+/** How a send stood at its deadline: an expected outcome, not an exception. */
+type SendOutcome =
+  | { readonly status: 'sent' }
+  | { readonly status: 'failed'; readonly error: unknown }
+  | { readonly status: 'timed_out' };
+
 export async function createPublisher(options: PublisherOptions): Promise<Publisher> {
+  const timeoutMs = options.timeoutMs ?? defaultPublishTimeoutMs;
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > maxTimeoutMs) {
+    throw new RangeError(
+      `PublisherOptions.timeoutMs must be a whole number of milliseconds from 1 to ${maxTimeoutMs}, got ${String(options.timeoutMs)}`,
+    );
+  }
   const bus = await Bus.connect({
     brokers: options.brokers,
     registryUrl: options.registryUrl,
@@ -63,35 +122,56 @@ export async function createPublisher(options: PublisherOptions): Promise<Publis
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.maxEventBytes === undefined ? {} : { maxEventBytes: options.maxEventBytes }),
   });
-  const producer = await bus.busProducer();
   const schemaId = await bus.registry.idFor(bus.topics.turns, 'TurnEvent');
-  return new TurnPublisher(bus, producer, schemaId, options);
+  const publisher = new TurnPublisher(bus, schemaId, { ...options, timeoutMs });
+  try {
+    // Connected at creation, as before: a wrong address fails here, not at the first turn.
+    await publisher.connected();
+  } catch (error) {
+    await publisher.close().catch(() => undefined);
+    throw error;
+  }
+  return publisher;
 }
 
 class TurnPublisher implements Publisher {
   readonly #bus: Bus;
-  readonly #producer: BusProducer;
   readonly #schemaId: number;
   readonly #lingerMs: number;
   readonly #maxBatchTurns: number;
   readonly #assignSeq: boolean;
+  readonly #timeoutMs: number;
   /** The last seq accepted per session key (accepted: validated and queued, maybe not yet durable). */
   readonly #lastSeq = new Map<string, number>();
-  /** Per session, how many of its sends failed: turns accepted before a failure are not sent after it. */
+  /** Per session, how many of its calls failed: a call accepted before a failure is not sent after it. */
   readonly #epochs = new Map<string, number>();
-  #queue: Pending[] = [];
+  /** Encodes turns (`encodeWith` uses the Bus's registry ids and bounds, not the producer's connection). */
+  readonly #encoder: BusProducer;
+  /** The producer sends go through; after a failed or timed-out send, a new one (null until needed). */
+  #slot: Slot | null;
+  /** Producers given up on with a send still in flight: each is disconnected once its send settles. */
+  readonly #retired = new Set<Slot>();
+  #queue: Call[] = [];
+  #queuedTurns = 0;
   #timer: NodeJS.Timeout | null = null;
-  /** Batches go out one at a time, in order, so a session's turns cannot overtake each other. */
+  /** Sends go out one at a time, in order, so a session's turns cannot overtake each other. */
   #sending: Promise<void> = Promise.resolve();
   #closed = false;
 
-  constructor(bus: Bus, producer: BusProducer, schemaId: number, options: PublisherOptions) {
+  constructor(bus: Bus, schemaId: number, options: PublisherOptions & { timeoutMs: number }) {
     this.#bus = bus;
-    this.#producer = producer;
     this.#schemaId = schemaId;
     this.#lingerMs = options.lingerMs ?? 5;
     this.#maxBatchTurns = options.maxBatchTurns ?? 500;
     this.#assignSeq = options.assignSeq ?? false;
+    this.#timeoutMs = options.timeoutMs;
+    this.#slot = this.#newSlot();
+    this.#encoder = this.#slot.producer;
+  }
+
+  /** Resolves once the first producer is connected. */
+  async connected(): Promise<void> {
+    await this.#slot?.connected;
   }
 
   resumeSession(tenantId: string, sessionId: string, lastSeq: number): void {
@@ -114,13 +194,13 @@ class TurnPublisher implements Publisher {
     // Check, sequence and encode every turn before queueing any, so a bad turn rejects the call and
     // sends nothing. All of it is synchronous up to the queue: concurrent calls cannot interleave
     // between a session's seq check and its place in the queue.
-    const accepted: { turn: TurnEvent; message: EncodedMessage }[] = [];
-    const seqs = new Map<string, number | undefined>();
-    const lastOf = (key: string) => (seqs.has(key) ? seqs.get(key) : this.#lastSeq.get(key));
+    const turns: TurnEvent[] = [];
+    const messages: EncodedMessage[] = [];
+    const seqs = new Map<string, number>();
+    const sessions = new Map<string, CallSession>();
     for (const input of inputs) {
       const key = sessionKey(input.tenantId, input.sessionId);
-      const last = lastOf(key);
-      const turn = this.#sequenced(input, last);
+      const turn = this.#sequenced(input, seqs.get(key) ?? this.#lastSeq.get(key));
       const validation = validateTurn(turn);
       if (!validation.ok) {
         throw new ContractError(
@@ -128,21 +208,23 @@ class TurnPublisher implements Publisher {
           `turn ${turn.seq} of ${key} (turnId ${JSON.stringify(turn.turnId)}): ${validation.reason}: ${validation.message}`,
         );
       }
-      accepted.push({ turn, message: this.#producer.encodeWith(this.#schemaId, 'turns', turn) });
+      messages.push(this.#encoder.encodeWith(this.#schemaId, 'turns', turn));
+      turns.push(turn);
       seqs.set(key, turn.seq);
+      if (!sessions.has(key))
+        sessions.set(key, { key, epoch: this.#epochs.get(key) ?? 0, firstSeq: turn.seq });
     }
-    for (const [key, seq] of seqs) if (seq !== undefined) this.#lastSeq.set(key, seq);
-    const done = accepted.map(({ turn, message }) => {
-      const key = sessionKey(turn.tenantId, turn.sessionId);
-      const epoch = this.#epochs.get(key) ?? 0;
-      return new Promise<void>((resolve, reject) => {
-        this.#queue.push({ key, epoch, turn, message, resolve, reject });
-      });
+    if (turns.length === 0) return [];
+    for (const [key, seq] of seqs) this.#lastSeq.set(key, seq);
+    const deadline = Date.now() + this.#timeoutMs;
+    const done = new Promise<void>((resolve, reject) => {
+      this.#queue.push({ turns, messages, sessions: [...sessions.values()], deadline, resolve, reject });
     });
-    if (this.#queue.length >= this.#maxBatchTurns) this.#sendNow();
+    this.#queuedTurns += turns.length;
+    if (this.#queuedTurns >= this.#maxBatchTurns) this.#sendNow();
     else this.#timer ??= setTimeout(() => this.#sendNow(), this.#lingerMs);
-    await Promise.all(done);
-    return accepted.map((a) => a.turn);
+    await done;
+    return turns;
   }
 
   #sequenced(input: PublishableTurn, last: number | undefined): TurnEvent {
@@ -171,48 +253,119 @@ class TurnPublisher implements Publisher {
     if (this.#queue.length === 0) return;
     const queued = this.#queue;
     this.#queue = [];
+    this.#queuedTurns = 0;
     this.#sending = this.#sending.then(() => this.#send(queued));
   }
 
-  async #send(queued: readonly Pending[]): Promise<void> {
-    // A turn accepted before an earlier send of its session failed is not sent: it would land after a
-    // hole in the session's seqs. The runtime republishes from its last durable turn.
-    const batch: Pending[] = [];
-    for (const p of queued) {
-      if (p.epoch === (this.#epochs.get(p.key) ?? 0)) batch.push(p);
-      else
-        p.reject(
+  async #send(queued: readonly Call[]): Promise<void> {
+    // A call accepted before an earlier call of one of its sessions failed is not sent: it would land
+    // after a hole in the session's seqs. The runtime republishes from the failed call on.
+    const batch: Call[] = [];
+    for (const call of queued) {
+      const stale = call.sessions.find((s) => s.epoch !== (this.#epochs.get(s.key) ?? 0));
+      if (stale !== undefined) {
+        this.#fail(
+          call,
           new ContractError(
             'send_failed',
-            `turn ${p.turn.seq} of ${p.key} was not sent: an earlier send of its session failed`,
+            `${describe(call)} not sent: an earlier send of ${stale.key} failed or timed out. ${republish}`,
             { retriable: true },
           ),
         );
+      } else if (call.deadline <= Date.now()) {
+        this.#fail(call, this.#timedOut(call, 'not sent'));
+      } else {
+        batch.push(call);
+      }
     }
     if (batch.length === 0) return;
-    try {
-      await this.#producer.sendEncoded(
+    const slot = (this.#slot ??= this.#newSlot());
+    const send = slot.connected.then(() =>
+      slot.producer.sendEncoded(
         'turns',
-        batch.map((p) => p.message),
-      );
-      for (const p of batch) p.resolve();
-    } catch (error) {
-      // What reached the broker is unknown: forget these sessions' seqs, so the runtime's next turn sets
-      // a new baseline instead of being refused against a seq that may not exist.
-      for (const p of batch) {
-        this.#lastSeq.delete(p.key);
-        this.#epochs.set(p.key, p.epoch + 1);
-      }
-      const failure = new ContractError(
-        'send_failed',
-        `sending ${batch.length} turn(s) failed: ${(error as Error).message}`,
-        {
-          retriable: true,
-          cause: error,
-        },
-      );
-      for (const p of batch) p.reject(failure);
+        batch.flatMap((call) => call.messages),
+      ),
+    );
+    // The batch's earliest deadline bounds the send: past it, the send is given up on (its calls
+    // rejected), and the next batch goes out, on a new producer.
+    const outcome = await settleBy(send, Math.min(...batch.map((call) => call.deadline)));
+    if (outcome.status === 'sent') {
+      for (const call of batch) call.resolve();
+      return;
     }
+    // What reached the broker is unknown. The producer is not used again: a kafkajs send it still
+    // retries (or a sequence number it rolled back) cannot collide with the next send's, which goes
+    // out on a new producer (a new producer id) without waiting for it. It is disconnected once its
+    // send settles (within publisherSendRetry's bound); a late write is a duplicate of the republish.
+    this.#retire(slot, send);
+    for (const call of batch) {
+      this.#fail(
+        call,
+        outcome.status === 'timed_out'
+          ? this.#timedOut(call, 'sent')
+          : new ContractError(
+              'send_failed',
+              `sending ${describe(call)} failed: ${(outcome.error as Error).message}. ${republish}`,
+              { retriable: true, cause: outcome.error },
+            ),
+      );
+    }
+  }
+
+  #timedOut(call: Call, was: 'sent' | 'not sent'): ContractError {
+    const what =
+      was === 'sent'
+        ? 'whether they reached the broker is unknown'
+        : 'they were not sent (the sends before them took that long)';
+    return new ContractError(
+      'send_timeout',
+      `${describe(call)} not acknowledged within ${this.#timeoutMs} ms (timeoutMs); ${what}. ${republish}`,
+      { retriable: true },
+    );
+  }
+
+  /**
+   * Rejects a call, first rolling each of its sessions back to just before it (once per epoch: a later
+   * call of an already rolled-back session leaves it where the earliest failed call put it), so the
+   * same turns can be published again: with their seqs, or given the same seqs with `assignSeq`.
+   */
+  #fail(call: Call, error: ContractError): void {
+    for (const { key, epoch, firstSeq } of call.sessions) {
+      if ((this.#epochs.get(key) ?? 0) !== epoch) continue;
+      this.#epochs.set(key, epoch + 1);
+      this.#lastSeq.set(key, firstSeq - 1);
+    }
+    call.reject(error);
+  }
+
+  /**
+   * A kafkajs producer with the settings of the Bus's (idempotent, one request in flight, murmur2 over
+   * the key, no topic creation; acks -1 on send) and a bounded retry. Not the Bus's own: that one is
+   * shared and keeps the client's retry, and the publisher replaces its producer after a failed send.
+   */
+  #newSlot(): Slot {
+    const client = this.#bus.kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      createPartitioner: Partitioners.DefaultPartitioner,
+      allowAutoTopicCreation: false,
+      retry: publisherSendRetry,
+    });
+    client.on(client.events.REQUEST, (event) => this.#bus.brokerAnswered(event.payload.broker));
+    const producer = new BusProducer(this.#bus, client, () => undefined);
+    const connected = producer.connect();
+    // Awaited by the first send (or by createPublisher); an unawaited failure is not unhandled.
+    void connected.catch(() => undefined);
+    return { producer, connected };
+  }
+
+  #retire(slot: Slot, send: Promise<void>): void {
+    if (this.#slot === slot) this.#slot = null;
+    this.#retired.add(slot);
+    void send
+      .catch(() => undefined)
+      .then(() => disconnect(slot))
+      .finally(() => this.#retired.delete(slot));
   }
 
   async flush(): Promise<void> {
@@ -224,6 +377,39 @@ class TurnPublisher implements Publisher {
     if (this.#closed) return;
     await this.flush();
     this.#closed = true;
+    const slots = [...this.#retired, ...(this.#slot === null ? [] : [this.#slot])];
+    this.#slot = null;
+    // A retired producer still retrying is disconnected now, and again when its send settles.
+    await Promise.all(slots.map(disconnect));
     await this.#bus.disconnect();
   }
+}
+
+const republish =
+  'Republish the same turns (same seqs, same turnIds): a turn already stored is a harmless redelivery.';
+
+function describe(call: Call): string {
+  const sessions = call.sessions.map((s) => `${s.key} from seq ${s.firstSeq}`).join(', ');
+  return `${call.turns.length} turn(s) of ${sessions}`;
+}
+
+function disconnect(slot: Slot): Promise<void> {
+  return slot.producer.disconnect().catch(() => undefined);
+}
+
+/** Whether a send settled by a deadline; the send is not cancelled when it did not. */
+function settleBy(send: Promise<void>, deadline: number): Promise<SendOutcome> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve({ status: 'timed_out' }), Math.max(0, deadline - Date.now()));
+    send.then(
+      () => {
+        clearTimeout(timer);
+        resolve({ status: 'sent' });
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        resolve({ status: 'failed', error });
+      },
+    );
+  });
 }
