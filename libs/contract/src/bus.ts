@@ -16,6 +16,7 @@ import type { Logger } from 'pino';
 import { encodeBody, frame, recordOf } from './codec.js';
 import { decodeRecord, type DecodedRecord, type RawRecord } from './decode.js';
 import { ContractError } from './errors.js';
+import { internalCluster, type InternalCluster } from './kafka-internals.js';
 import { kafkaLogLevel, pinoLogCreator } from './logging.js';
 import { Registry } from './registry.js';
 import { recordsByRole, topicRoles, type EventsByRole, type TopicNames, type TopicRole } from './topics.js';
@@ -121,6 +122,7 @@ export class Bus {
   readonly #maxInFlightRequests: number;
   #producer: Promise<BusProducer> | null = null;
   #admin: Promise<Admin> | null = null;
+  #cluster: Promise<InternalCluster> | null = null;
   readonly #consumers = new Set<BusConsumer<TopicRole>>();
   readonly #brokers: BrokerReachability | null;
 
@@ -236,12 +238,29 @@ export class Bus {
     await Promise.all([...this.#consumers].map((c) => c.stop()));
     const producer = this.#producer;
     const admin = this.#admin;
+    const cluster = this.#cluster;
     this.#producer = null;
     this.#admin = null;
+    this.#cluster = null;
     await Promise.all([
       producer?.then((p) => p.disconnect()).catch(() => undefined),
       admin?.then((a) => a.disconnect()).catch(() => undefined),
+      cluster?.then((c) => c.disconnect()).catch(() => undefined),
     ]);
+  }
+
+  /** Sends a LeaveGroup for `memberId` to the group's coordinator (see BusConsumer's release). */
+  async leaveGroupAs(groupId: string, memberId: string): Promise<void> {
+    this.#cluster ??= (async () => {
+      const cluster = internalCluster(this.kafka);
+      await cluster.connect();
+      return cluster;
+    })().catch((error: unknown) => {
+      this.#cluster = null;
+      throw error;
+    });
+    const coordinator = await (await this.#cluster).findGroupCoordinator({ groupId });
+    await coordinator.leaveGroup({ groupId, memberId });
   }
 }
 
@@ -382,6 +401,8 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
   #stopping = false;
   #restartTimer: NodeJS.Timeout | null = null;
   #restartDelay = restartBackoffMs.initial;
+  /** The group member this consumer joined as (kafkajs joins as a new one after every crash). */
+  #memberId: string | null = null;
 
   constructor(bus: Bus, options: ConsumeOptions<R>, onStopped: () => void) {
     this.#bus = bus;
@@ -413,6 +434,7 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
     const { GROUP_JOIN, FETCH, CRASH, STOP, REQUEST } = consumer.events;
     consumer.on(GROUP_JOIN, (event) => {
       this.#joined = true;
+      this.#memberId = event.payload.memberId;
       // A partition that failed here and now belongs to another member is that member's to retry.
       const assigned = new Set(event.payload.memberAssignment[this.#topic] ?? []);
       for (const partition of this.#failing) if (!assigned.has(partition)) this.#failing.delete(partition);
@@ -430,6 +452,9 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
       this.#joined = false;
       this.#crashed = true;
       this.#crashes += 1;
+      const abandoned = this.#memberId;
+      this.#memberId = null;
+      if (abandoned !== null) void this.#release(abandoned);
       const { error, restart } = event.payload;
       // A crash for want of a broker is part of an outage the Bus tells of once (see BrokerReachability).
       const level = isConnectionFailure(error) ? 'debug' : 'error';
@@ -470,6 +495,33 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
   }
 
   /** After a crash, rejoined: ready again if there is nothing to do (lag 0). At most one probe at a time. */
+  /**
+   * Leaves the group as the member a crash abandoned. kafkajs leaves on a crash, but not when the crash
+   * was the broker's absence (the LeaveGroup cannot reach it), and it rejoins as a new member: the
+   * coordinator then holds the rebalance until the old member's session times out (CONSUMER_SESSION_
+   * TIMEOUT_MS, 30 s by default), and nothing is consumed meanwhile. So the old member leaves as soon as
+   * the coordinator answers again: once it has, or once this consumer joined again (the old member is
+   * gone then), or when its session would have expired anyway, this stops.
+   */
+  async #release(memberId: string): Promise<void> {
+    const { groupId } = this.#options;
+    const started = Date.now();
+    const expires = started + (this.#options.sessionTimeout ?? 30_000);
+    while (!this.#stopping && !this.#joined && Date.now() < expires) {
+      try {
+        await this.#bus.leaveGroupAs(groupId, memberId);
+        this.#bus.logger?.info(
+          { groupId, memberId, ms: Date.now() - started },
+          'left the group as the crashed member: the group rebalances without waiting out its session',
+        );
+        return;
+      } catch (error) {
+        if ((error as { type?: string }).type === 'UNKNOWN_MEMBER_ID') return;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
+  }
+
   #probeCaughtUp(): void {
     const now = Date.now();
     // Never while stopping: the probe would connect an admin client the Bus has just closed.

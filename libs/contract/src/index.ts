@@ -63,3 +63,4 @@ export {
   type Publisher,
   type PublisherOptions,
 } from './publisher.js';
+export { internalCluster } from './kafka-internals.js';

@@ -1,4 +1,5 @@
 import type { TurnEvent } from '@tidemark/core';
+import { internalCluster } from '@tidemark/contract';
 import type { Kafka } from 'kafkajs';
 
 // Reads a span of one session's raw turns from turns.l0 by offset: fetch the session's partition at the
@@ -6,8 +7,7 @@ import type { Kafka } from 'kafkajs';
 // consumer group is joined (joining costs a rebalance, hundreds of milliseconds, per read): the reader
 // sends Fetch requests straight to the partition leader, over the connection pool of a kafkajs cluster.
 // kafkajs has no public API for that (its consumer only reads through a group), so the reader reaches
-// its cluster through the client's private factory. kafkajs is frozen at 2.2.4 (pinned in the catalog),
-// so that internal cannot move under us; this file is the only place that knows it.
+// its cluster through the client's private factory (@tidemark/contract's internalCluster).
 
 /** The part of kafkajs's internal Cluster and Broker the reader uses. */
 export interface L0Message {
@@ -92,13 +92,7 @@ export class L0Reader {
 
   #connect(): Promise<Cluster> {
     this.#cluster ??= (async () => {
-      const factory = Object.getOwnPropertySymbols(this.#kafka).find(
-        (symbol) => symbol.description === 'private:Kafka:createCluster',
-      );
-      if (factory === undefined)
-        throw new Error('kafkajs changed: no cluster factory (is kafkajs still 2.2.4?)');
-      const create = (this.#kafka as unknown as Record<symbol, (options: object) => Cluster>)[factory]!;
-      const cluster = create({ allowAutoTopicCreation: false, isolationLevel: READ_COMMITTED });
+      const cluster = internalCluster<Cluster>(this.#kafka, { isolationLevel: READ_COMMITTED });
       await cluster.connect();
       return cluster;
     })().catch((error: unknown) => {
