@@ -171,7 +171,12 @@ describe('Redis lost under load', () => {
       expect(await until(() => total() === sessions * turnsPerSession, 30_000)).toBe(true);
       const expected = expectationsOf(workload, tap, { policyOf, maxRepairs: 1 });
 
-      const client = createResumeClient({ redis, redisPrefix: `${run}:`, bus: pipeline.bus });
+      const client = createResumeClient({
+        redis,
+        redisPrefix: `${run}:`,
+        bus: pipeline.bus,
+        policyFor: (ref) => policyOf(workload.findIndex((turns) => turns[0]!.sessionId === ref.sessionId)),
+      });
       onTestFinished(() => client.close());
       const settled = async (e: (typeof expected)[number]): Promise<boolean> => {
         if (differences(journal.session(e.tenantId, e.sessionId), e).length > 0) return false;
@@ -248,6 +253,14 @@ describe('Redis lost under load', () => {
         }
       }
       expect(tap.conflicting()).toEqual([]);
+      // No session is left stale: every due compaction was decided.
+      for (const e of expected) {
+        const outcome = await client.resume(e.tenantId, e.sessionId);
+        expect({ session: e.sessionId, stale: outcome.ok ? outcome.result.stale : 'no resume' }).toEqual({
+          session: e.sessionId,
+          stale: null,
+        });
+      }
       expect(recoveries.filter((r) => r.includes('never'))).toEqual([]);
       expect(recoveries).toHaveLength(losses + 1);
       console.log(`${elapsed()} done:\n  ${recoveries.join('\n  ')}`);
