@@ -71,6 +71,11 @@ export interface ConsumeOptions<R extends TopicRole> {
   onBatch(records: DecodedRecord<EventsByRole[R]>[], context: BatchContext): Promise<void>;
   /** Told of every record dead-lettered by the contract (for a metric), after it was published. */
   onDeadLetter?(record: RawRecord, reason: DeadLetterReason, message: string): void;
+  /**
+   * Whether an error a batch threw is one the service already tells of in its own words (a dependency's
+   * outage, say): the bus and kafkajs then log their lines about it at debug (see markReported).
+   */
+  reportedBy?(error: Error): boolean;
   /** Partitions processed at once (default 1). */
   partitionsConsumedConcurrently?: number;
   /**
@@ -123,6 +128,7 @@ export class Bus {
   #producer: Promise<BusProducer> | null = null;
   #admin: Promise<Admin> | null = null;
   #cluster: Promise<InternalCluster> | null = null;
+  readonly #reportedMessages: Set<string>;
   readonly #consumers = new Set<BusConsumer<TopicRole>>();
   readonly #brokers: BrokerReachability | null;
 
@@ -131,9 +137,11 @@ export class Bus {
     kafka: Kafka,
     registry: Registry,
     brokers: BrokerReachability | null,
+    reportedMessages: Set<string>,
   ) {
     this.kafka = kafka;
     this.#brokers = brokers;
+    this.#reportedMessages = reportedMessages;
     this.registry = registry;
     this.topics = options.topics;
     this.service = options.service;
@@ -149,13 +157,14 @@ export class Bus {
   static async connect(options: BusOptions): Promise<Bus> {
     if (options.service.length === 0) throw new RangeError('BusOptions.service must name the service');
     const brokers = options.logger === undefined ? null : new BrokerReachability(options.logger);
+    const reportedMessages = new Set<string>();
     const kafka = new Kafka({
       clientId: options.clientId,
       brokers: options.brokers,
       logLevel: kafkaLogLevel(options.logger),
       ...(options.logger === undefined || brokers === null
         ? {}
-        : { logCreator: outageAwareLogCreator(options.logger, brokers) }),
+        : { logCreator: outageAwareLogCreator(options.logger, brokers, reportedMessages) }),
       retry: { initialRetryTime: 100, retries: 8 },
     });
     const registry = new Registry(options.registryUrl, options.clientId);
@@ -164,7 +173,7 @@ export class Bus {
         recordsByRole[role].map((record) => registry.register(options.topics[role], record)),
       ),
     );
-    return new Bus(options, kafka, registry, brokers);
+    return new Bus(options, kafka, registry, brokers, reportedMessages);
   }
 
   /** The Bus's idempotent producer (acks -1), connected on first use; the same one on every call. */
@@ -247,6 +256,17 @@ export class Bus {
       admin?.then((a) => a.disconnect()).catch(() => undefined),
       cluster?.then((c) => c.disconnect()).catch(() => undefined),
     ]);
+  }
+
+  /**
+   * Tells the log mapping that kafkajs's lines about this error (its batch error, its crash) repeat
+   * what the service already reported: they are logged at debug.
+   */
+  reported(error: Error): void {
+    this.#reportedMessages.add(error.message);
+    // A handful of distinct messages at most; bounded all the same.
+    if (this.#reportedMessages.size > 64)
+      this.#reportedMessages.delete(this.#reportedMessages.values().next().value!);
   }
 
   /** Sends a LeaveGroup for `memberId` to the group's coordinator (see BusConsumer's release). */
@@ -457,7 +477,7 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
       if (abandoned !== null) void this.#release(abandoned);
       const { error, restart } = event.payload;
       // A crash for want of a broker is part of an outage the Bus tells of once (see BrokerReachability).
-      const level = isConnectionFailure(error) ? 'debug' : 'error';
+      const level = isConnectionFailure(error) || isReported(error) ? 'debug' : 'error';
       this.#bus.logger?.[level](
         { err: error, groupId: this.#options.groupId, topic: this.#topic, restart },
         'consumer crashed',
@@ -488,13 +508,15 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
           await this.#eachBatch(payload);
         } catch (error) {
           this.#failing.add(payload.batch.partition);
+          if (error instanceof Error && (isReported(error) || this.#options.reportedBy?.(error) === true)) {
+            this.#bus.reported(markReported(error));
+          }
           throw error;
         }
       },
     };
   }
 
-  /** After a crash, rejoined: ready again if there is nothing to do (lag 0). At most one probe at a time. */
   /**
    * Leaves the group as the member a crash abandoned. kafkajs leaves on a crash, but not when the crash
    * was the broker's absence (the LeaveGroup cannot reach it), and it rejoins as a new member: the
@@ -522,6 +544,7 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
     }
   }
 
+  /** After a crash, rejoined: ready again if there is nothing to do (lag 0). At most one probe at a time. */
   #probeCaughtUp(): void {
     const now = Date.now();
     // Never while stopping: the probe would connect an admin client the Bus has just closed.
@@ -700,6 +723,25 @@ const connectionFailureNames = new Set([
 ]);
 
 /** True when an error, or one of its causes (a retry gives up with the last one), is a broker not answering. */
+const reportedMark = Symbol.for('tidemark.reported');
+
+/**
+ * Marks an error a batch throws as one the service has already told of in its own words (say, "state
+ * lost: rebuilding"): the bus and kafkajs then log their lines about it at debug, not as errors with a
+ * stack each. The batch is redelivered as for any error.
+ */
+export function markReported<E extends Error>(error: E): E {
+  Object.defineProperty(error, reportedMark, { value: true });
+  return error;
+}
+
+function isReported(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if ((e as unknown as Record<symbol, unknown>)[reportedMark] === true) return true;
+  }
+  return false;
+}
+
 function isConnectionFailure(error: unknown): boolean {
   for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
     if (connectionFailureNames.has(e.name)) return true;
@@ -752,7 +794,11 @@ class BrokerReachability {
  * pool): a line saying a broker cannot be reached goes to debug and feeds `brokers` (which warns once),
  * and so does any retry line while a broker is away.
  */
-function outageAwareLogCreator(logger: Logger, brokers: BrokerReachability): logCreator {
+function outageAwareLogCreator(
+  logger: Logger,
+  brokers: BrokerReachability,
+  reportedMessages: ReadonlySet<string>,
+): logCreator {
   const write = pinoLogCreator(logger)(logLevel.DEBUG);
   return () => (entry: LogEntry) => {
     if (entry.level !== logLevel.ERROR && entry.level !== logLevel.WARN) return write(entry);
@@ -770,6 +816,13 @@ function outageAwareLogCreator(logger: Logger, brokers: BrokerReachability): log
       return write({ ...entry, level: logLevel.DEBUG });
     }
     if (brokers.anyDown && (retryCount !== undefined || retryTime !== undefined)) {
+      return write({ ...entry, level: logLevel.DEBUG });
+    }
+    // kafkajs's own lines about an error the service already reported (its batch error, its crash).
+    if (
+      (error instanceof Error && isReported(error)) ||
+      [...reportedMessages].some((m) => text.includes(m))
+    ) {
       return write({ ...entry, level: logLevel.DEBUG });
     }
     write(entry);

@@ -50,6 +50,7 @@ export {
   Bus,
   deadLetterOf,
   defaultMaxEventBytes,
+  markReported,
   type BatchContext,
   type BusOptions,
   type ConsumeOptions,

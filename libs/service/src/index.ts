@@ -8,4 +8,4 @@ export { z } from 'zod';
 export { Counter, Gauge, Histogram, Registry } from 'prom-client';
 export { mountComponent, runMain, type MainOptions, type ServiceComponent } from './component.js';
 export { dependencyCheck } from './dependencies.js';
-export { logRedisOutages, type RedisConnectionEvents } from './redis.js';
+export { isRedisOutageError, logRedisOutages, type RedisConnectionEvents } from './redis.js';

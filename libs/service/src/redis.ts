@@ -45,3 +45,16 @@ export function logRedisOutages<R extends RedisConnectionEvents>(redis: R, logge
   });
   return redis;
 }
+
+/**
+ * Whether a failed command failed for want of Redis (the connection closed under it, or its retries ran
+ * out while Redis was away): part of an outage logRedisOutages already tells of, not an error of its own.
+ */
+export function isRedisOutageError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  return (
+    error.name === 'AbortError' ||
+    error.name === 'MaxRetriesPerRequestError' ||
+    /Connection is closed|ECONNREFUSED|ECONNRESET|Stream isn't writeable/.test(error.message)
+  );
+}

@@ -1,8 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { Bus, provisionTopics, topicNames, type EventConsumer, type EventProducer } from '@tidemark/contract';
+import {
+  Bus,
+  markReported,
+  provisionTopics,
+  topicNames,
+  type EventConsumer,
+  type EventProducer,
+} from '@tidemark/contract';
 import {
   createLogger,
   dependencyCheck,
+  isRedisOutageError,
   logRedisOutages,
   Registry,
   type Logger,
@@ -13,7 +21,7 @@ import { Redis } from 'ioredis';
 import type { Admin } from 'kafkajs';
 import { policiesOf, type CompactorConfig } from './config.js';
 import { CompactionEngine, engineMetrics, namespaceOf, summarizers } from './engine.js';
-import { CompactorStore, WindowsLostError } from './store.js';
+import { CompactorStore, WindowMovedError, WindowsLostError } from './store.js';
 
 // The compactor service: turns.l0 → windows → compactions; markers (MarkerInvalid of its own nodes) →
 // strict repairs. A shell around the engine: config, wiring, two consumers, readiness, shutdown.
@@ -61,11 +69,24 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
       sessionTimeout: config.CONSUMER_SESSION_TIMEOUT_MS,
       // Partitions hold disjoint sessions: their batches overlap each other's round trips.
       partitionsConsumedConcurrently: config.COMPACTOR_PARTITIONS_CONCURRENTLY,
+      // Redis away: its outage is told once (logRedisOutages); the batch is redelivered.
+      reportedBy: isRedisOutageError,
       onBatch: async (records) => {
         try {
           await engine!.onTurns(records);
         } catch (error) {
-          if (error instanceof WindowsLostError) rebuild(error.detail);
+          // Told of here, once, in the compactor's words; the bus and kafkajs keep theirs at debug.
+          if (error instanceof WindowsLostError) {
+            rebuild(error.detail);
+            throw markReported(error);
+          }
+          if (error instanceof WindowMovedError) {
+            logger.warn(
+              { sessions: error.sessions },
+              'windows changed under a batch (Redis lost or rebuilt): redoing it',
+            );
+            throw markReported(error);
+          }
           throw error;
         }
       },
@@ -76,6 +97,7 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
       groupId: markersGroup,
       role: 'markers',
       sessionTimeout: config.CONSUMER_SESSION_TIMEOUT_MS,
+      reportedBy: isRedisOutageError,
       onBatch: async (records) => {
         await engine!.onMarkers(records);
       },

@@ -11,6 +11,7 @@ import type { DeadLetter, TurnEvent } from '@tidemark/core';
 import {
   createLogger,
   dependencyCheck,
+  isRedisOutageError,
   logRedisOutages,
   Registry,
   type Logger,
@@ -271,6 +272,8 @@ class MaterializerService implements Materializer {
       fromBeginning: true,
       partitionsConsumedConcurrently: this.#config.PARTITIONS_CONSUMED_CONCURRENTLY,
       sessionTimeout: this.#config.CONSUMER_SESSION_TIMEOUT_MS,
+      // Redis away: its outage is told once (logRedisOutages); the batch is redelivered.
+      reportedBy: isRedisOutageError,
       onBatch: (records) => this.#onBatch(records),
       onDeadLetter: (_record, reason) => this.#metrics.deadLetter(reason),
     });

@@ -1,6 +1,7 @@
 import type { Compaction, MarkerDecision } from '@tidemark/core';
 import type { Bus, DecodedRecord, EventConsumer } from '@tidemark/contract';
 import { sessionKeyOf, type PlanStore, type PlanWrite } from '@tidemark/state';
+import { isRedisOutageError } from '@tidemark/service';
 import type { Logger } from 'pino';
 import type { ResumeMetrics } from './metrics.js';
 import { applyDecisions, emptySessionState, storedPlanOf, type SessionPlanState } from './session-plan.js';
@@ -60,6 +61,7 @@ export class ResumeWorker {
       ...(this.#options.sessionTimeoutMs === undefined
         ? {}
         : { sessionTimeout: this.#options.sessionTimeoutMs }),
+      reportedBy: isRedisOutageError,
       onBatch: (records) => this.applyMarkers(records),
     });
     this.#compactions = bus.consumer({
@@ -69,6 +71,7 @@ export class ResumeWorker {
       ...(this.#options.sessionTimeoutMs === undefined
         ? {}
         : { sessionTimeout: this.#options.sessionTimeoutMs }),
+      reportedBy: isRedisOutageError,
       onBatch: (records) => this.storeNodes(records),
     });
     await Promise.all([this.#markers.run(), this.#compactions.run()]);

@@ -10,6 +10,7 @@ import { FrameStore, Projection } from '@tidemark/state';
 import {
   createLogger,
   dependencyCheck,
+  isRedisOutageError,
   logRedisOutages,
   Registry,
   type Logger,
@@ -119,6 +120,8 @@ export function createValidator(config: ValidatorConfig, deps: ValidatorDeps = {
         // Partitions hold disjoint sessions: one waiting on a lagging session does not hold up the others.
         partitionsConsumedConcurrently: config.PARTITIONS_CONCURRENTLY,
         sessionTimeout: config.SESSION_TIMEOUT_MS,
+        // Redis away: its outage is told once (logRedisOutages); the batch is redelivered.
+        reportedBy: isRedisOutageError,
         onBatch: async (records, context) => {
           if (records.length === 0) return;
           const inputs: BatchInput[] = records.map((record) => ({
