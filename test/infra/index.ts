@@ -6,6 +6,7 @@ import { inject, onTestFinished } from 'vitest';
 import type { Endpoints } from './endpoints.js';
 
 export type { Endpoints } from './endpoints.js';
+export { LocalKafka } from './local-kafka.js';
 export { LocalRedis } from './local-redis.js';
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';

@@ -17,7 +17,7 @@ import {
   type ServiceComponent,
 } from '@tidemark/service';
 import { Redis } from 'ioredis';
-import { decideBatch, type BatchInput, type ProjectionReader } from './batch.js';
+import { decideBatch, RetriableBatchError, type BatchInput, type ProjectionReader } from './batch.js';
 import type { ValidatorConfig } from './config.js';
 import { validatorMetrics } from './metrics.js';
 import { createRebuilder } from './rebuild.js';
@@ -120,8 +120,9 @@ export function createValidator(config: ValidatorConfig, deps: ValidatorDeps = {
         // Partitions hold disjoint sessions: one waiting on a lagging session does not hold up the others.
         partitionsConsumedConcurrently: config.PARTITIONS_CONCURRENTLY,
         sessionTimeout: config.SESSION_TIMEOUT_MS,
-        // Redis away: its outage is told once (logRedisOutages); the batch is redelivered.
-        reportedBy: isRedisOutageError,
+        // Redis away (its outage is told once, by logRedisOutages) or a refused frame write (told of as
+        // "frame write refused"): the batch is redelivered, and kafkajs need not say so again.
+        reportedBy: (error) => isRedisOutageError(error) || error instanceof RetriableBatchError,
         onBatch: async (records, context) => {
           if (records.length === 0) return;
           const inputs: BatchInput[] = records.map((record) => ({
