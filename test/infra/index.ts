@@ -8,6 +8,7 @@ import type { Endpoints } from './endpoints.js';
 export type { Endpoints } from './endpoints.js';
 export { LocalKafka } from './local-kafka.js';
 export { LocalRedis } from './local-redis.js';
+export { freePort } from './ports.js';
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';
 
@@ -48,14 +49,26 @@ export async function createTopic(
 ): Promise<string> {
   const topic = uniqueName(prefix);
   const admin = await kafkaAdmin();
+  // Not kafkajs's own wait for leaders: on a fresh broker it fails on a topic not in the metadata yet
+  // (UNKNOWN_TOPIC_OR_PARTITION) instead of waiting.
   await admin.createTopics({
-    waitForLeaders: true,
+    waitForLeaders: false,
     topics: [{ topic, numPartitions: 1, replicationFactor: 1, ...options }],
   });
   onTestFinished(async () => {
     await admin.deleteTopics({ topics: [topic], timeout: 10_000 }).catch(() => undefined);
   });
-  return topic;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const led = await admin.fetchTopicMetadata({ topics: [topic] }).then(
+      ({ topics }) =>
+        topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)),
+      () => false,
+    );
+    if (led) return topic;
+    if (Date.now() > deadline) throw new Error(`topic ${topic} has no leader after 30 s`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 /** A Redis connection plus a key prefix of the test's own; its keys are removed when the test finishes. */

@@ -1,10 +1,11 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './ports.js';
 
 // A Kafka broker of a test's own (one KRaft node, broker and controller, the jars the local stack runs
 // from its cache), on free loopback ports, that the test may SIGKILL, restart on the same data (topics and
@@ -17,18 +18,6 @@ const kafkaHome = join(cache, `kafka-${process.env.TIDEMARK_KAFKA_VERSION ?? '4.
 const java = process.env.TIDEMARK_KAFKA_JAVA_HOME
   ? join(process.env.TIDEMARK_KAFKA_JAVA_HOME, 'bin', 'java')
   : 'java';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 const portOpen = (port: number): Promise<boolean> =>
   new Promise((resolve) => {

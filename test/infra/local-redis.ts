@@ -1,25 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
+import { freePort } from './ports.js';
 
 // A redis-server of the test's own (the binary the stack runs), on a free loopback port, that the test
 // may kill, freeze and restart without touching the shared stack. Nothing on disk: a restart comes back
 // empty. Stopped (and thawed first) when the test finishes.
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function answersPing(port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -114,8 +114,10 @@ export async function provisionTopics(
     .map((role) => ({ topic: topics[role], ...topicSettings(role, partitions) }));
   if (missing.length > 0) {
     try {
-      // false (not an error) when another caller created them first.
-      await admin.createTopics({ topics: missing, waitForLeaders: true });
+      // false (not an error) when another caller created them first. Not kafkajs's own wait for leaders:
+      // on a fresh broker it fails on a topic not in the metadata yet (UNKNOWN_TOPIC_OR_PARTITION, "This
+      // server does not host this topic-partition") instead of waiting; waitForLeaders below waits.
+      await admin.createTopics({ topics: missing, waitForLeaders: false });
     } catch (error) {
       if (!isAlreadyExists(error)) throw error;
     }

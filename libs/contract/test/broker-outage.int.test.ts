@@ -2,7 +2,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { Bus, topicNames } from '@tidemark/contract';
-import { endpoints, uniqueName } from '@tidemark/test-infra';
+import { endpoints, freePort, uniqueName } from '@tidemark/test-infra';
 
 // A broker outage is one story in the logs: one warn when the broker stops answering, one info when it
 // answers again (with how long it was away), and kafkajs's line per connection attempt and retry at
@@ -27,18 +27,6 @@ function capturedLogger(): { logger: Logger; lines: Line[] } {
     { write: (line: string) => void lines.push(JSON.parse(line) as Line) },
   );
   return { logger, lines };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** A TCP proxy on `port` to `target` (host:port), closed (with its connections) when the test finishes. */

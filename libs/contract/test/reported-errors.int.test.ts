@@ -13,7 +13,10 @@ const turn = vectors.find((v) => v.name === 'turn-event')!.value as TurnEvent;
 
 async function crashOnce(reportedBy?: (error: Error) => boolean) {
   const lines: { level: number; msg: string }[] = [];
-  const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const logger = pino(
+    { level: 'debug' },
+    { write: (line: string) => void lines.push(JSON.parse(line) as { level: number; msg: string }) },
+  );
   const bus = await connectBus(await isolatedTopics(1), { logger });
   await (await bus.producer()).send('turns', [{ ...turn, tenantId: 'acme', sessionId: 'r', seq: 1 }]);
   let throws = 0;

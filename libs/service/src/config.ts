@@ -84,3 +84,22 @@ function failConfig(problems: readonly { variable: string; text: string }[]): ne
 export function groupNamed(topicPrefix: string, group: string): string {
   return `${topicPrefix}${group}`;
 }
+
+/**
+ * An optional variable whose text `parse` turns into a value (`absent` when unset); what parse throws
+ * is reported as that variable's error, at start.
+ */
+export function parsedVariable<T>(parse: (raw: string) => T, absent: T) {
+  return z
+    .string()
+    .optional()
+    .transform((raw, context): T => {
+      if (raw === undefined) return absent;
+      try {
+        return parse(raw);
+      } catch (error) {
+        context.addIssue({ code: 'custom', message: (error as Error).message });
+        return z.NEVER;
+      }
+    });
+}

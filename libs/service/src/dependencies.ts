@@ -35,3 +35,24 @@ async function settle(ping: () => Promise<unknown>): Promise<boolean> {
     return false;
   }
 }
+
+/** Something that answers a ping: an ioredis client, a Bus. */
+export interface Pingable {
+  ping(): Promise<unknown>;
+}
+
+/**
+ * A component's dependency checks, by name: each pings the connection the getter returns now, with the
+ * deadline; a connection not made yet (the component not started) is not ready.
+ */
+export function connectionChecks(
+  connections: Readonly<Record<string, () => Pingable | null | undefined>>,
+  timeoutMs: number,
+): Record<string, () => Promise<boolean>> {
+  return Object.fromEntries(
+    Object.entries(connections).map(([name, current]) => [
+      name,
+      dependencyCheck(() => current()?.ping() ?? Promise.reject(new Error('not started')), timeoutMs),
+    ]),
+  );
+}

@@ -9,7 +9,7 @@ import {
 } from '@tidemark/contract';
 import {
   createLogger,
-  dependencyCheck,
+  connectionChecks,
   isRedisOutageError,
   logRedisOutages,
   Registry,
@@ -167,16 +167,7 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
   return {
     namespace,
     // Nothing answers a frozen Redis or broker: the pings have a deadline.
-    dependencies: {
-      redis: dependencyCheck(
-        () => redis?.ping() ?? Promise.reject(new Error('not started')),
-        config.DEPENDENCY_TIMEOUT_MS,
-      ),
-      kafka: dependencyCheck(
-        () => bus?.ping() ?? Promise.reject(new Error('not started')),
-        config.DEPENDENCY_TIMEOUT_MS,
-      ),
-    },
+    dependencies: connectionChecks({ redis: () => redis, kafka: () => bus }, config.DEPENDENCY_TIMEOUT_MS),
     async start() {
       bus = await Bus.connect({
         brokers: config.KAFKA_BROKERS,

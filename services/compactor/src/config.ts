@@ -6,7 +6,7 @@ import {
   type Policies,
   type Policy,
 } from '@tidemark/core';
-import { commonConfig, ConfigError, z, groupNamed } from '@tidemark/service';
+import { commonConfig, ConfigError, z, groupNamed, parsedVariable } from '@tidemark/service';
 
 // The compactor's configuration: where the stack is (commonConfig), the compaction policy (each field
 // of core's Policy, defaults from core's defaultPolicy), the generation it writes, and repair bounds.
@@ -52,18 +52,7 @@ export const compactorConfigSchema = z
      * Policies of particular sessions or tenants, as JSON: {"tenant/session": {...}, "tenant": {...}}, each
      * a (partial) policy over the configured one. A session's own entry wins over its tenant's.
      */
-    POLICY_OVERRIDES: z
-      .string()
-      .optional()
-      .transform((raw, context) => {
-        if (raw === undefined) return {};
-        try {
-          return parsePolicyOverrides(raw);
-        } catch (error) {
-          context.addIssue({ code: 'custom', message: (error as Error).message });
-          return z.NEVER;
-        }
-      }),
+    POLICY_OVERRIDES: parsedVariable(parsePolicyOverrides, {}),
     /** Partitions of topics this service creates if they are missing. */
     PARTITIONS: positive.default(4),
   })

@@ -10,7 +10,7 @@ import {
 import type { DeadLetter, TurnEvent } from '@tidemark/core';
 import {
   createLogger,
-  dependencyCheck,
+  connectionChecks,
   isRedisOutageError,
   logRedisOutages,
   Registry,
@@ -110,13 +110,10 @@ class MaterializerService implements Materializer {
         'materializer',
       );
     // Commands wait while Redis is away, and nothing answers a frozen one: the pings have a deadline.
-    this.dependencies = {
-      redis: dependencyCheck(() => this.#redis.ping(), config.DEPENDENCY_TIMEOUT_MS),
-      kafka: dependencyCheck(
-        () => this.#bus?.ping() ?? Promise.reject(new Error('not started')),
-        config.DEPENDENCY_TIMEOUT_MS,
-      ),
-    };
+    this.dependencies = connectionChecks(
+      { redis: () => this.#redis, kafka: () => this.#bus },
+      config.DEPENDENCY_TIMEOUT_MS,
+    );
     this.projection = new Projection(this.#redis, { prefix: config.REDIS_PREFIX });
     this.#topics = topicNames(config.TOPIC_PREFIX);
     this.#metrics = materializerMetrics(deps.metrics ?? new Registry(), async () =>

@@ -5,7 +5,7 @@ import {
   policiesFrom,
   type Policies,
 } from '@tidemark/core';
-import { commonConfig, ConfigError, z, groupNamed } from '@tidemark/service';
+import { commonConfig, ConfigError, z, groupNamed, parsedVariable } from '@tidemark/service';
 
 const positive = z.coerce.number().int().positive();
 
@@ -56,18 +56,7 @@ export const resumeConfigSchema = z
      * The compactor's per-session or per-tenant policies (the same variable, parsed the same way, core
      * parsePolicyOverrides): {"tenant/session": {...}, "tenant": {...}}.
      */
-    POLICY_OVERRIDES: z
-      .string()
-      .optional()
-      .transform((raw, context) => {
-        if (raw === undefined) return {};
-        try {
-          return parsePolicyOverrides(raw);
-        } catch (error) {
-          context.addIssue({ code: 'custom', message: (error as Error).message });
-          return z.NEVER;
-        }
-      }),
+    POLICY_OVERRIDES: parsedVariable(parsePolicyOverrides, {}),
   })
   .transform((config) => ({
     ...config,

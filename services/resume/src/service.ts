@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Bus, provisionTopics, topicNames } from '@tidemark/contract';
 import {
   createLogger,
-  dependencyCheck,
+  connectionChecks,
   Gauge,
   logRedisOutages,
   type Logger,
@@ -236,16 +236,7 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
 
   return {
     // Nothing answers a frozen Redis or broker: the pings have a deadline.
-    dependencies: {
-      redis: dependencyCheck(
-        () => redis?.ping() ?? Promise.reject(new Error('not started')),
-        config.DEPENDENCY_TIMEOUT_MS,
-      ),
-      kafka: dependencyCheck(
-        () => bus?.ping() ?? Promise.reject(new Error('not started')),
-        config.DEPENDENCY_TIMEOUT_MS,
-      ),
-    },
+    dependencies: connectionChecks({ redis: () => redis, kafka: () => bus }, config.DEPENDENCY_TIMEOUT_MS),
     get client(): ResumeLibraryClient {
       if (client === null) throw new Error('resume service not started');
       return client;

@@ -9,7 +9,7 @@ import {
 import { FrameStore, Projection } from '@tidemark/state';
 import {
   createLogger,
-  dependencyCheck,
+  connectionChecks,
   isRedisOutageError,
   logRedisOutages,
   Registry,
@@ -67,13 +67,7 @@ export function createValidator(config: ValidatorConfig, deps: ValidatorDeps = {
   return {
     frames,
     // Nothing answers a frozen Redis or broker: the pings have a deadline.
-    dependencies: {
-      redis: dependencyCheck(() => redis.ping(), config.DEPENDENCY_TIMEOUT_MS),
-      kafka: dependencyCheck(
-        () => bus?.ping() ?? Promise.reject(new Error('not started')),
-        config.DEPENDENCY_TIMEOUT_MS,
-      ),
-    },
+    dependencies: connectionChecks({ redis: () => redis, kafka: () => bus }, config.DEPENDENCY_TIMEOUT_MS),
     async start() {
       bus = await Bus.connect({
         brokers: config.KAFKA_BROKERS,
