@@ -44,7 +44,11 @@ describe('the broker lost under load', () => {
         const at = elapsed();
         await sleep(downMs);
         await kafka.restart();
-        recoveries.push(await faultRun.recovery(`SIGKILL at ${at}, restarted ${downMs / 1000} s later`));
+        recoveries.push(
+          await faultRun.recovery(
+            `SIGKILL at ${at}, restart begun ${downMs / 1000} s later (port open ${elapsed()})`,
+          ),
+        );
       };
       const freeze = async (): Promise<void> => {
         kafka.freeze();

@@ -403,6 +403,9 @@ const restartBackoffMs = { initial: 250, max: 30_000 };
 /** While crashed and rejoined, how often (at most) the consumer asks for its lag to see if it is caught up. */
 const caughtUpProbeMs = 1_000;
 
+/** How long a crashed member's leave is retried while the broker is away (see BusConsumer's release). */
+const releaseGiveUpMs = 10 * 60_000;
+
 class BusConsumer<R extends TopicRole> implements EventConsumer {
   readonly #bus: Bus;
   readonly #options: ConsumeOptions<R>;
@@ -522,14 +525,15 @@ class BusConsumer<R extends TopicRole> implements EventConsumer {
    * was the broker's absence (the LeaveGroup cannot reach it), and it rejoins as a new member: the
    * coordinator then holds the rebalance until the old member's session times out (CONSUMER_SESSION_
    * TIMEOUT_MS, 30 s by default), and nothing is consumed meanwhile. So the old member leaves as soon as
-   * the coordinator answers again: once it has, or once this consumer joined again (the old member is
-   * gone then), or when its session would have expired anyway, this stops.
+   * the coordinator answers again, however long the broker was away: a restarted broker starts every old
+   * member's session anew when it loads the group, so the session's own expiry is no bound. It stops once
+   * the leave is answered (or the member is unknown: gone already), once this consumer joined again, when
+   * the consumer stops, or after an outage far longer than any session (releaseGiveUpMs).
    */
   async #release(memberId: string): Promise<void> {
     const { groupId } = this.#options;
     const started = Date.now();
-    const expires = started + (this.#options.sessionTimeout ?? 30_000);
-    while (!this.#stopping && !this.#joined && Date.now() < expires) {
+    while (!this.#stopping && !this.#joined && Date.now() - started < releaseGiveUpMs) {
       try {
         await this.#bus.leaveGroupAs(groupId, memberId);
         this.#bus.logger?.info(
