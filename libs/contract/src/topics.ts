@@ -142,9 +142,15 @@ async function waitForLeaders(admin: Admin, topics: readonly string[], timeoutMs
       const leaderless = metadata.filter(
         (t) => t.partitions.length === 0 || t.partitions.some((p) => p.leader < 0),
       );
-      if (leaderless.length === 0) return;
+      if (leaderless.length === 0) {
+        // A leader in the metadata is not yet a leader that serves: on a fresh broker, ListOffsets can
+        // still answer NOT_LEADER_OR_FOLLOWER for a moment, and every consumer's first step needs it.
+        await Promise.all(topics.map((topic) => admin.fetchTopicOffsets(topic)));
+        return;
+      }
     } catch (error) {
-      // A topic just created may not be in the metadata yet (UNKNOWN_TOPIC_OR_PARTITION): wait for it.
+      // A topic just created may not be in the metadata yet (UNKNOWN_TOPIC_OR_PARTITION), or its leader
+      // not serve yet (NOT_LEADER_OR_FOLLOWER): wait for it.
       if (Date.now() > deadline) throw error;
     }
     if (Date.now() > deadline) {
