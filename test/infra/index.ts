@@ -60,11 +60,14 @@ export async function createTopic(
   });
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const led = await admin.fetchTopicMetadata({ topics: [topic] }).then(
-      ({ topics }) =>
+    // A leader in the metadata may not serve yet (NOT_LEADER_OR_FOLLOWER): ListOffsets must answer too.
+    const led = await admin
+      .fetchTopicMetadata({ topics: [topic] })
+      .then(({ topics }) =>
         topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)),
-      () => false,
-    );
+      )
+      .then(async (known) => known && (await admin.fetchTopicOffsets(topic)).length > 0)
+      .catch(() => false);
     if (led) return topic;
     if (Date.now() > deadline) throw new Error(`topic ${topic} has no leader after 30 s`);
     await new Promise((resolve) => setTimeout(resolve, 100));
