@@ -46,17 +46,10 @@ export {
   type RawRecord,
 } from './decode.js';
 export { Registry, type WriterLookup } from './registry.js';
-export {
-  Bus,
-  deadLetterOf,
-  defaultMaxEventBytes,
-  markReported,
-  type BatchContext,
-  type BusOptions,
-  type ConsumeOptions,
-  type EventConsumer,
-  type EventProducer,
-} from './bus.js';
+export { Bus, type BusOptions } from './bus.js';
+export { type BatchContext, type ConsumeOptions, type EventConsumer } from './consumer.js';
+export { deadLetterOf, defaultMaxEventBytes, type EventProducer } from './producer.js';
+export { markReported } from './outages.js';
 export {
   createPublisher,
   defaultPublishTimeoutMs,

@@ -1,7 +1,8 @@
 import { validateTurn, type TurnEvent } from '@tidemark/core';
 import { Partitioners, type RetryOptions } from 'kafkajs';
 import type { Logger } from 'pino';
-import { Bus, BusProducer, type EncodedMessage } from './bus.js';
+import { Bus } from './bus.js';
+import { BusProducer, type EncodedMessage } from './producer.js';
 import { ContractError } from './errors.js';
 import { sessionKey, topicNames } from './topics.js';
 

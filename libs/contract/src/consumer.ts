@@ -1,0 +1,396 @@
+import type { DeadLetterReason } from '@tidemark/core';
+import type { Admin, Consumer, ConsumerRunConfig, EachBatchPayload, Kafka } from 'kafkajs';
+import type { Logger } from 'pino';
+import { decodeRecord, type DecodedRecord, type RawRecord } from './decode.js';
+import { ContractError } from './errors.js';
+import { isConnectionFailure, isReported, markReported } from './outages.js';
+import { boundFor, deadLetterOf, type BusProducer } from './producer.js';
+import type { Registry } from './registry.js';
+import type { EventsByRole, TopicNames, TopicRole } from './topics.js';
+
+// The consuming side of the bus: a batch consumer that decodes and validates every record, dead-letters
+// what it cannot use and hands the rest to the service in offset order, commits a batch only once the
+// service is done with it, restarts itself after a crash, and tells readiness honestly.
+
+export interface BatchContext {
+  partition: number;
+  heartbeat(): Promise<void>;
+  isRunning(): boolean;
+  isStale(): boolean;
+}
+
+export interface ConsumeOptions<R extends TopicRole> {
+  groupId: string;
+  role: R;
+  /** Default true: a new group reads its topic from the start. */
+  fromBeginning?: boolean;
+  /**
+   * Called once per fetched batch (one partition) with the records that decoded and validated, in
+   * offset order (not called when none did). Records that did not were dead-lettered (reason code)
+   * and are skipped. When it resolves, every offset of the batch is committed. If it throws, the batch
+   * is redelivered (kafkajs retries, then the consumer restarts); nothing is committed or lost.
+   */
+  onBatch(records: DecodedRecord<EventsByRole[R]>[], context: BatchContext): Promise<void>;
+  /** Told of every record dead-lettered by the contract (for a metric), after it was published. */
+  onDeadLetter?(record: RawRecord, reason: DeadLetterReason, message: string): void;
+  /**
+   * Whether an error a batch threw is one the service already tells of in its own words (a dependency's
+   * outage, say): the bus and kafkajs then log their lines about it at debug (see markReported).
+   */
+  reportedBy?(error: Error): boolean;
+  /** Partitions processed at once (default 1). */
+  partitionsConsumedConcurrently?: number;
+  /**
+   * Default true. A replay or rebuild that reads a topic again may set it false: bad records are still
+   * skipped (and told to onDeadLetter), without dead-lettering them a second time.
+   */
+  publishDeadLetters?: boolean;
+  /** How long an idle fetch waits for data (default 500 ms); also bounds how long `stop()` takes. */
+  maxWaitTimeInMs?: number;
+  /**
+   * How long the group waits for a silent member (a SIGKILLed one) before its partitions move on
+   * (kafkajs default 30 s; the broker's floor is 6 s). A restarted service resumes after at most this.
+   */
+  sessionTimeout?: number;
+}
+
+export interface EventConsumer {
+  /** Connects, subscribes, starts; resolves once it has joined its group. */
+  run(): Promise<void>;
+  /**
+   * Joined its group, not stopped, and not crashed (from instrumentation events). After a crash it
+   * stays not ready, through its restarts and rejoins, until a batch went through again (on every
+   * partition whose batch had failed) or, rejoined, it finds nothing to do (lag 0): a consumer that
+   * crash-loops is not ready, rather than ready between crashes.
+   */
+  ready(): boolean;
+  /** Total consumer lag of its group on its topic. */
+  lag(): Promise<number>;
+  /** Stops intake, finishes the current batch, commits, disconnects. */
+  stop(): Promise<void>;
+}
+
+/** What a consumer needs of its Bus. */
+export interface ConsumerHost {
+  readonly kafka: Kafka;
+  readonly topics: TopicNames;
+  readonly registry: Registry;
+  readonly service: string;
+  readonly maxEventBytes: number;
+  readonly logger: Logger | undefined;
+  admin(): Promise<Admin>;
+  busProducer(): Promise<BusProducer>;
+  brokerAnswered(broker: string): void;
+  reported(error: Error): void;
+  leaveGroupAs(groupId: string, memberId: string): Promise<void>;
+}
+
+const restartBackoffMs = { initial: 250, max: 30_000 };
+/** While crashed and rejoined, how often (at most) the consumer asks for its lag to see if it is caught up. */
+const caughtUpProbeMs = 1_000;
+
+/** How long a crashed member's leave is retried while the broker is away (see BusConsumer's release). */
+const releaseGiveUpMs = 10 * 60_000;
+
+export class BusConsumer<R extends TopicRole> implements EventConsumer {
+  readonly #bus: ConsumerHost;
+  readonly #options: ConsumeOptions<R>;
+  readonly #onStopped: () => void;
+  readonly #topic: string;
+  #consumer: Consumer | null = null;
+  #joined = false;
+  /** Set by a crash; cleared once a batch went through again, or the consumer rejoined with lag 0. */
+  #crashed = false;
+  /** Counts crashes, so a lag probe begun before a crash cannot clear the crash that came after it. */
+  #crashes = 0;
+  /** Partitions whose batch threw and has not gone through since. */
+  readonly #failing = new Set<number>();
+  #probingLag = false;
+  #lastLagProbe = 0;
+  #stopping = false;
+  #restartTimer: NodeJS.Timeout | null = null;
+  #restartDelay = restartBackoffMs.initial;
+  /** The group member this consumer joined as (kafkajs joins as a new one after every crash). */
+  #memberId: string | null = null;
+
+  constructor(bus: ConsumerHost, options: ConsumeOptions<R>, onStopped: () => void) {
+    this.#bus = bus;
+    this.#options = options;
+    this.#onStopped = onStopped;
+    this.#topic = bus.topics[options.role];
+  }
+
+  async run(): Promise<void> {
+    if (this.#consumer !== null) throw new ContractError('closed', 'this consumer is already running');
+    if (this.#stopping) throw new ContractError('closed', 'this consumer was stopped');
+    const consumer = this.#bus.kafka.consumer({
+      groupId: this.#options.groupId,
+      // read_committed: a turn of an aborted or open transaction is never seen.
+      readUncommitted: false,
+      allowAutoTopicCreation: false,
+      // A fetch waits this long for data when there is none; a stop waits for the fetch in flight, so
+      // this bounds how long a graceful shutdown takes on an idle topic.
+      maxWaitTimeInMs: this.#options.maxWaitTimeInMs ?? 500,
+      retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 5_000 },
+      ...(this.#options.sessionTimeout === undefined
+        ? {}
+        : {
+            sessionTimeout: this.#options.sessionTimeout,
+            heartbeatInterval: Math.min(3_000, Math.floor(this.#options.sessionTimeout / 3)),
+          }),
+    });
+    this.#consumer = consumer;
+    const { GROUP_JOIN, FETCH, CRASH, STOP, REQUEST } = consumer.events;
+    consumer.on(GROUP_JOIN, (event) => {
+      this.#joined = true;
+      this.#memberId = event.payload.memberId;
+      // A partition that failed here and now belongs to another member is that member's to retry.
+      const assigned = new Set(event.payload.memberAssignment[this.#topic] ?? []);
+      for (const partition of this.#failing) if (!assigned.has(partition)) this.#failing.delete(partition);
+      // Joining again is not recovering: the batch that crashed it may be the next one it fetches.
+      if (this.#crashed) this.#probeCaughtUp();
+    });
+    consumer.on(FETCH, () => {
+      if (this.#crashed && this.#joined) this.#probeCaughtUp();
+    });
+    consumer.on(STOP, () => {
+      this.#joined = false;
+    });
+    consumer.on(REQUEST, (event) => this.#bus.brokerAnswered(event.payload.broker));
+    consumer.on(CRASH, (event) => {
+      this.#joined = false;
+      this.#crashed = true;
+      this.#crashes += 1;
+      const abandoned = this.#memberId;
+      this.#memberId = null;
+      if (abandoned !== null) void this.#release(abandoned);
+      const { error, restart } = event.payload;
+      // A crash for want of a broker is part of an outage the Bus tells of once (see BrokerReachability).
+      const level = isConnectionFailure(error) || isReported(error) ? 'debug' : 'error';
+      this.#bus.logger?.[level](
+        { err: error, groupId: this.#options.groupId, topic: this.#topic, restart },
+        'consumer crashed',
+      );
+      // kafkajs restarts by itself for retriable causes; for the rest (the broker gone for longer than
+      // its retries, say) this supervisor restarts it with a backoff, so the service recovers on its own.
+      if (!restart && !this.#stopping) this.#scheduleRestart();
+    });
+    try {
+      await consumer.connect();
+      await consumer.subscribe({ topic: this.#topic, fromBeginning: this.#options.fromBeginning ?? true });
+      await consumer.run(this.#runConfig());
+    } catch (error) {
+      // Not started (the broker unreachable, say): the caller may call run() again.
+      this.#consumer = null;
+      await consumer.disconnect().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  #runConfig(): ConsumerRunConfig {
+    return {
+      eachBatchAutoResolve: false,
+      autoCommit: true,
+      partitionsConsumedConcurrently: this.#options.partitionsConsumedConcurrently ?? 1,
+      eachBatch: async (payload) => {
+        try {
+          await this.#eachBatch(payload);
+        } catch (error) {
+          this.#failing.add(payload.batch.partition);
+          if (error instanceof Error && (isReported(error) || this.#options.reportedBy?.(error) === true)) {
+            this.#bus.reported(markReported(error));
+          }
+          throw error;
+        }
+      },
+    };
+  }
+
+  /**
+   * Leaves the group as the member a crash abandoned. kafkajs leaves on a crash, but not when the crash
+   * was the broker's absence (the LeaveGroup cannot reach it), and it rejoins as a new member: the
+   * coordinator then holds the rebalance until the old member's session times out (CONSUMER_SESSION_
+   * TIMEOUT_MS, 30 s by default), and nothing is consumed meanwhile. So the old member leaves as soon as
+   * the coordinator answers again, however long the broker was away: a restarted broker starts every old
+   * member's session anew when it loads the group, so the session's own expiry is no bound. It stops once
+   * the leave is answered (or the member is unknown: gone already), once this consumer joined again, when
+   * the consumer stops, or after an outage far longer than any session (releaseGiveUpMs).
+   */
+  async #release(memberId: string): Promise<void> {
+    const { groupId } = this.#options;
+    const started = Date.now();
+    while (!this.#stopping && !this.#joined && Date.now() - started < releaseGiveUpMs) {
+      try {
+        await this.#bus.leaveGroupAs(groupId, memberId);
+        this.#bus.logger?.info(
+          { groupId, memberId, ms: Date.now() - started },
+          'left the group as the crashed member: the group rebalances without waiting out its session',
+        );
+        return;
+      } catch (error) {
+        if ((error as { type?: string }).type === 'UNKNOWN_MEMBER_ID') return;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
+  }
+
+  /** After a crash, rejoined: ready again if there is nothing to do (lag 0). At most one probe at a time. */
+  #probeCaughtUp(): void {
+    const now = Date.now();
+    // Never while stopping: the probe would connect an admin client the Bus has just closed.
+    if (this.#stopping || this.#probingLag || now - this.#lastLagProbe < caughtUpProbeMs) return;
+    this.#probingLag = true;
+    this.#lastLagProbe = now;
+    const crashes = this.#crashes;
+    this.lag()
+      .then(
+        (lag) => {
+          if (lag === 0 && this.#crashed && this.#joined && this.#crashes === crashes) {
+            this.#recovered('rejoined with nothing to do');
+          }
+        },
+        (error: unknown) =>
+          this.#bus.logger?.debug(
+            { err: error, groupId: this.#options.groupId },
+            'consumer lag probe failed',
+          ),
+      )
+      .finally(() => {
+        this.#probingLag = false;
+      });
+  }
+
+  /** A batch of a partition went through: the consumer recovers once no partition is left failing. */
+  #batchDone(partition: number): void {
+    this.#failing.delete(partition);
+    if (this.#crashed && this.#failing.size === 0) this.#recovered('a batch went through');
+  }
+
+  #recovered(how: string): void {
+    this.#crashed = false;
+    this.#failing.clear();
+    this.#bus.logger?.info({ groupId: this.#options.groupId, topic: this.#topic, how }, 'consumer recovered');
+  }
+
+  #scheduleRestart(): void {
+    const delay = this.#restartDelay;
+    this.#restartDelay = Math.min(this.#restartDelay * 2, restartBackoffMs.max);
+    this.#restartTimer = setTimeout(() => {
+      this.#restartTimer = null;
+      const consumer = this.#consumer;
+      if (consumer === null || this.#stopping) return;
+      consumer
+        .connect()
+        .then(() => consumer.run(this.#runConfig()))
+        .catch((error: unknown) => {
+          const level = isConnectionFailure(error) ? 'debug' : 'error';
+          this.#bus.logger?.[level](
+            { err: error, groupId: this.#options.groupId },
+            'consumer restart failed',
+          );
+          if (!this.#stopping) this.#scheduleRestart();
+        });
+    }, delay);
+  }
+
+  async #eachBatch(payload: EachBatchPayload): Promise<void> {
+    const { batch } = payload;
+    const isStale = () => payload.isStale();
+    const context: BatchContext = {
+      partition: batch.partition,
+      heartbeat: () => payload.heartbeat(),
+      isRunning: () => payload.isRunning(),
+      isStale,
+    };
+    const { role } = this.#options;
+    const valid: DecodedRecord<EventsByRole[R]>[] = [];
+    const dead: { record: RawRecord; reason: DeadLetterReason; message: string }[] = [];
+    const lookup = (id: number) => this.#bus.registry.writer(id);
+    for (const message of batch.messages) {
+      const raw: RawRecord = {
+        topic: batch.topic,
+        partition: batch.partition,
+        offset: Number(message.offset),
+        key: message.key ?? null,
+        value: message.value ?? null,
+        timestamp: Number(message.timestamp),
+      };
+      // Throws only when the registry cannot be reached: the batch is then retried, not dead-lettered.
+      const outcome = await decodeRecord(role, raw, lookup, boundFor(role, this.#bus.maxEventBytes));
+      if (outcome.ok) valid.push({ raw, value: outcome.value });
+      else dead.push({ record: raw, reason: outcome.reason, message: outcome.message });
+    }
+    const last = batch.messages.at(-1);
+    if (last === undefined || isStale()) return;
+    if (valid.length > 0) {
+      // Decoding a large batch may have taken a while: tell the group before the service's turn.
+      await payload.heartbeat();
+      await this.#options.onBatch(valid, context);
+    }
+    if (dead.length > 0 && (this.#options.publishDeadLetters ?? true)) {
+      // After the service is done with the batch and before the commit: a throwing onBatch redelivers
+      // the batch without having dead-lettered its bad records twice.
+      const producer = await this.#bus.busProducer();
+      const messages = [];
+      for (const d of dead)
+        messages.push(
+          await producer.encode('deadletter', deadLetterOf(d.record, d.reason, d.message, this.#bus.service)),
+        );
+      await producer.sendEncoded('deadletter', messages);
+    }
+    for (const d of dead) {
+      this.#bus.logger?.warn(
+        { topic: d.record.topic, partition: d.record.partition, offset: d.record.offset, reason: d.reason },
+        `dead-lettered: ${d.message}`,
+      );
+      this.#options.onDeadLetter?.(d.record, d.reason, d.message);
+    }
+    payload.resolveOffset(last.offset);
+    await payload.commitOffsetsIfNecessary({
+      topics: [
+        {
+          topic: batch.topic,
+          partitions: [{ partition: batch.partition, offset: String(Number(last.offset) + 1) }],
+        },
+      ],
+    });
+    await payload.heartbeat();
+    // A batch went through: a later crash is a new problem, restarted without the earlier backoff.
+    this.#restartDelay = restartBackoffMs.initial;
+    this.#batchDone(batch.partition);
+  }
+
+  ready(): boolean {
+    return this.#joined && !this.#crashed && !this.#stopping;
+  }
+
+  async lag(): Promise<number> {
+    const admin = await this.#bus.admin();
+    const [ends, committed] = await Promise.all([
+      admin.fetchTopicOffsets(this.#topic),
+      admin.fetchOffsets({ groupId: this.#options.groupId, topics: [this.#topic] }),
+    ]);
+    const done = new Map<number, number>();
+    for (const topic of committed) for (const p of topic.partitions) done.set(p.partition, Number(p.offset));
+    let lag = 0;
+    for (const p of ends) {
+      const high = Number(p.high);
+      const low = Number(p.low);
+      const at = done.get(p.partition) ?? -1;
+      // Nothing committed yet: a group from the beginning has everything ahead of it.
+      const from = at >= 0 ? at : (this.#options.fromBeginning ?? true) ? low : high;
+      lag += Math.max(0, high - from);
+    }
+    return lag;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    if (this.#restartTimer !== null) clearTimeout(this.#restartTimer);
+    this.#restartTimer = null;
+    const consumer = this.#consumer;
+    if (consumer !== null) await consumer.disconnect();
+    this.#joined = false;
+    this.#onStopped();
+  }
+}
