@@ -95,7 +95,11 @@ export async function decideBatch(
   if (!loaded.ok) {
     await deps.rebuild();
     loaded = await deps.frames.load(loads);
-    if (!loaded.ok) throw new RetriableBatchError('the frame store has no epoch after a rebuild');
+    if (!loaded.ok) {
+      // Told here (the consumer reports RetriableBatchError at debug): Redis lost the store again.
+      deps.logger.warn('the frame store has no epoch after a rebuild: the batch will be redelivered');
+      throw new RetriableBatchError('the frame store has no epoch after a rebuild');
+    }
   }
   const { epoch } = loaded;
 
