@@ -84,6 +84,8 @@ class MaterializerService implements Materializer {
   #state: MaterializerState = 'idle';
   #rebuild: Promise<void> | null = null;
   #progress: RebuildProgress | null = null;
+  /** The write that clears a finished rebuild's mark, while it is in flight. */
+  #finishing: Promise<boolean> | null = null;
   #timer: NodeJS.Timeout | null = null;
   #ticking = false;
   /** A rebuild that failed, to try again on the next tick. */
@@ -203,7 +205,12 @@ class MaterializerService implements Materializer {
 
   async caughtUp(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    while (this.#rebuild !== null || this.#progress !== null || this.#retryRebuild !== null) {
+    while (
+      this.#rebuild !== null ||
+      this.#progress !== null ||
+      this.#finishing !== null ||
+      this.#retryRebuild !== null
+    ) {
       if (Date.now() > deadline) throw new Error(`the rebuild did not catch up within ${timeoutMs} ms`);
       await this.#rebuild;
       await this.#maybeFinishRebuild();
@@ -253,10 +260,17 @@ class MaterializerService implements Materializer {
     const idle = this.#consumer.ready() && Date.now() - progress.lastBatchAt >= this.#config.REBUILD_IDLE_MS;
     if (!reachedAll && !idle) return;
     this.#progress = null;
-    if (await this.projection.finishRebuild(progress.epoch)) {
-      this.#state = this.#state === 'rebuilding' ? 'running' : this.#state;
-      this.#metrics.rebuilding(false);
-      this.#logger.info({ epoch: progress.epoch, reachedAll }, 'rebuild caught up');
+    // Until the mark is cleared the rebuild is not over: caughtUp waits for this write too.
+    const finishing = this.projection.finishRebuild(progress.epoch);
+    this.#finishing = finishing;
+    try {
+      if (await finishing) {
+        this.#state = this.#state === 'rebuilding' ? 'running' : this.#state;
+        this.#metrics.rebuilding(false);
+        this.#logger.info({ epoch: progress.epoch, reachedAll }, 'rebuild caught up');
+      }
+    } finally {
+      if (this.#finishing === finishing) this.#finishing = null;
     }
   }
 
