@@ -25,6 +25,7 @@ import {
 import {
   definePolicy,
   runReference,
+  foldDecisions,
   trustedMarkers,
   type MarkerDecision,
   type TurnEvent,
@@ -433,7 +434,7 @@ async function main(): Promise<void> {
 
     // What a resume trusts must be what the reference trusts (the bench measures a correct pipeline).
     const trusted = (decisions: readonly MarkerDecision[]) =>
-      trustedMarkers(decisions)
+      trustedMarkers(foldDecisions(decisions))
         .map((d) => d.markerId)
         .sort()
         .join(',');

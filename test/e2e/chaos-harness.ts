@@ -1,9 +1,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { sessionKey, type Bus, type EventConsumer } from '@tidemark/contract';
-import type { Compaction, MarkerDecision } from '@tidemark/core';
-import { decisionIdentity } from '@tidemark/cli';
-import { uniqueName } from '@tidemark/test-infra';
+import {
+  definePolicy,
+  type Compaction,
+  type MarkerDecision,
+  type Policy,
+  type TurnEvent,
+} from '@tidemark/core';
+import { decisionIdentity, dropDeployment, provision } from '@tidemark/cli';
+import { createLogger } from '@tidemark/service';
+import { endpoints, uniqueName } from '@tidemark/test-infra';
+import { Redis } from 'ioredis';
 
 // The four services as separate processes (`node --import tsx services/<name>/src/main.ts`, as they run
 // in production), each killable with SIGKILL and restartable on the same environment; and a tap of the
@@ -97,6 +105,116 @@ export async function ready(p: ServiceProcess, timeoutMs: number): Promise<void>
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`${p.name} ended while waiting for readiness:\n${p.output()}`);
+}
+
+/** A deployment of its own (topic and Redis prefixes, groups) for the four services as processes. */
+export interface ProcessDeployment {
+  readonly run: string;
+  readonly topicPrefix: string;
+  readonly redisPrefix: string;
+  readonly env: Readonly<Record<string, string>>;
+  readonly bus: Bus;
+  readonly redis: Redis;
+  readonly live: Map<ServiceName, ServiceProcess>;
+  /** The policy of the workload's session at this index. */
+  readonly policyOf: (index: number) => Policy;
+  /** How each process that ended other than by our SIGKILL (or the close) ended, with its output. */
+  readonly unexpected: string[];
+  /** Spawns the service (again), on the deployment's environment. */
+  readonly launch: (name: ServiceName) => ServiceProcess;
+  /** Stops what still runs (SIGTERM, SIGKILL after 8 s), disconnects and drops the deployment. */
+  close(): Promise<void>;
+}
+
+/**
+ * Provisions a deployment for a workload: every session under `l1EveryTurns: 12, digestFanIn: 3`, the
+ * sessions at the `lossy` indexes under the narrative summarizer (so invalid markers and strict repairs
+ * happen), repairs on. Nothing is launched yet.
+ */
+export async function provisionProcessDeployment(options: {
+  readonly name: string;
+  readonly workload: readonly (readonly TurnEvent[])[];
+  readonly lossy: ReadonlySet<number>;
+}): Promise<ProcessDeployment> {
+  const { kafkaBrokers, schemaRegistryUrl, redisUrl } = endpoints();
+  const run = uniqueName(options.name);
+  const topicPrefix = `${run}.`;
+  const redisPrefix = `${run}:`;
+  const basePolicy = definePolicy({ l1EveryTurns: 12, digestFanIn: 3 });
+  const narrative = definePolicy({ ...basePolicy, summarizer: 'narrative' });
+  const policyOf = (index: number): Policy => (options.lossy.has(index) ? narrative : basePolicy);
+  const overrides = Object.fromEntries(
+    options.workload
+      .map((turns, index) => [turns, index] as const)
+      .filter(([, index]) => options.lossy.has(index))
+      .map(([turns]) => [sessionKey(turns[0]!.tenantId, turns[0]!.sessionId), narrative]),
+  );
+  const common = {
+    KAFKA_BROKERS: kafkaBrokers.join(','),
+    SCHEMA_REGISTRY_URL: schemaRegistryUrl,
+    REDIS_URL: redisUrl,
+    TOPIC_PREFIX: topicPrefix,
+    REDIS_PREFIX: redisPrefix,
+  };
+  const env: Record<string, string> = {
+    ...common,
+    // Groups of this run's own, named after the prefix as the CLI's groupsFor names them.
+    MATERIALIZER_GROUP_ID: `${topicPrefix}tidemark-materializer`,
+    GROUP_ID: `${topicPrefix}tidemark-compactor`,
+    VALIDATOR_GROUP_ID: `${topicPrefix}tidemark-validator`,
+    RESUME_GROUP_ID: `${topicPrefix}tidemark-resume`,
+    HTTP_PORT: '0',
+    // Info: the host's "listening" line carries the url a random port ends up on.
+    LOG_LEVEL: 'info',
+    // The broker's floor: a SIGKILLed member's partitions move on after 6 s (materializer, compactor,
+    // validator; the resume worker has no such setting and waits for the client default).
+    CONSUMER_SESSION_TIMEOUT_MS: '6000',
+    SESSION_TIMEOUT_MS: '6000',
+    SHUTDOWN_GRACE_MS: '5000',
+    L1_EVERY_TURNS: String(basePolicy.l1EveryTurns),
+    DIGEST_FAN_IN: String(basePolicy.digestFanIn),
+    MAX_REPAIRS: '1',
+    POLICY_OVERRIDES: JSON.stringify(overrides),
+  };
+  const bus = await provision(env, createLogger(options.name, 'error'));
+  const redis = new Redis(redisUrl);
+  const live = new Map<ServiceName, ServiceProcess>();
+  const unexpected: string[] = [];
+  let closing = false;
+  return {
+    run,
+    topicPrefix,
+    redisPrefix,
+    env,
+    bus,
+    redis,
+    live,
+    policyOf,
+    unexpected,
+    launch: (name) => {
+      const p = spawnService(name, env);
+      void p.exited.then(({ code, signal }) => {
+        if (signal !== 'SIGKILL' && !closing)
+          unexpected.push(`${name} exited ${code ?? signal}:\n${p.output()}`);
+      });
+      live.set(name, p);
+      return p;
+    },
+    async close() {
+      closing = true;
+      await Promise.all(
+        [...live.values()].map(async (p) => {
+          if (running(p)) p.child.kill('SIGTERM');
+          const timer = setTimeout(() => void killHard(p), 8_000);
+          await p.exited;
+          clearTimeout(timer);
+        }),
+      );
+      await bus.disconnect();
+      await dropDeployment(common);
+      redis.disconnect();
+    },
+  };
 }
 
 /**

@@ -1,33 +1,29 @@
-import { decisionIdentity, dropDeployment, Journal, provision } from '@tidemark/cli';
-import { createPublisher, sessionKey, type Bus } from '@tidemark/contract';
-import {
-  boundaryQuery,
-  canonicalJson,
-  definePolicy,
-  foldTurns,
-  seededRandom,
-  type MarkerDecision,
-  type Policy,
-} from '@tidemark/core';
+import { decisionIdentity, Journal } from '@tidemark/cli';
+import { createPublisher, sessionKey } from '@tidemark/contract';
+import { boundaryQuery, foldTurns, seededRandom } from '@tidemark/core';
 import { createResumeClient, type ResumeLibraryClient } from '@tidemark/resume';
 import { generateWorkload } from '@tidemark/scenarios';
 import { createLogger } from '@tidemark/service';
 import { Projection } from '@tidemark/state';
-import { endpoints, uniqueName } from '@tidemark/test-infra';
-import { Redis } from 'ioredis';
+import { endpoints } from '@tidemark/test-infra';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import {
   killHard,
+  provisionProcessDeployment,
   RawTap,
   ready,
-  running,
   serviceNames,
   shuffled,
-  spawnService,
   type ServiceName,
-  type ServiceProcess,
 } from './chaos-harness.js';
-import { differences, expectationsOf, sleep, until, type Expected } from './reference-check.js';
+import {
+  differences,
+  expectationsOf,
+  expectReferenceRecords,
+  sleep,
+  until,
+  type Expected,
+} from './reference-check.js';
 
 // The design's first reliability claim, end to end: the four services as separate processes, SIGKILLed
 // one at a time on a seeded random schedule while a workload is published, and restarted. Once all of
@@ -47,13 +43,6 @@ const kills = 10;
 const narrativeSessions = new Set([1, 4, 7, 10]);
 const tenantId = 'chaos';
 
-/** A decision without what depends on the frame it met: an invalidation's fallback and depth violation. */
-function logFacts(d: MarkerDecision): unknown {
-  if (d.type === 'marker_emitted') return d;
-  const { fallback: _fallback, violations, ...rest } = d;
-  return { ...rest, violations: violations.filter((v) => v.condition !== 'depth') };
-}
-
 describe('SIGKILL chaos across the four services', () => {
   it(
     'settles on the reference: same markers, no turn lost, every duplicate identical',
@@ -61,48 +50,14 @@ describe('SIGKILL chaos across the four services', () => {
     async () => {
       const started = Date.now();
       const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)}s`;
-      const { kafkaBrokers, schemaRegistryUrl, redisUrl } = endpoints();
-      const run = uniqueName('chaos');
-      const topicPrefix = `${run}.`;
-      const redisPrefix = `${run}:`;
-      const basePolicy = definePolicy({ l1EveryTurns: 12, digestFanIn: 3 });
-      const narrative = definePolicy({ ...basePolicy, summarizer: 'narrative' });
+      const { kafkaBrokers, schemaRegistryUrl } = endpoints();
       const workload = generateWorkload({ tenantId, sessions, turns: turnsPerSession, seed: 900 });
-      const policyOf = (index: number): Policy => (narrativeSessions.has(index) ? narrative : basePolicy);
-      const overrides = Object.fromEntries(
-        workload
-          .map((turns, index) => [turns, index] as const)
-          .filter(([, index]) => narrativeSessions.has(index))
-          .map(([turns]) => [sessionKey(tenantId, turns[0]!.sessionId), narrative]),
-      );
-
-      const common = {
-        KAFKA_BROKERS: kafkaBrokers.join(','),
-        SCHEMA_REGISTRY_URL: schemaRegistryUrl,
-        REDIS_URL: redisUrl,
-        TOPIC_PREFIX: topicPrefix,
-        REDIS_PREFIX: redisPrefix,
-      };
-      const env: Record<string, string> = {
-        ...common,
-        // Groups of this run's own, named after the prefix as the CLI's groupsFor names them.
-        MATERIALIZER_GROUP_ID: `${topicPrefix}tidemark-materializer`,
-        GROUP_ID: `${topicPrefix}tidemark-compactor`,
-        VALIDATOR_GROUP_ID: `${topicPrefix}tidemark-validator`,
-        RESUME_GROUP_ID: `${topicPrefix}tidemark-resume`,
-        HTTP_PORT: '0',
-        // Info: the host's "listening" line carries the url a random port ends up on.
-        LOG_LEVEL: 'info',
-        // The broker's floor: a SIGKILLed member's partitions move on after 6 s (materializer, compactor,
-        // validator; the resume worker has no such setting and waits for the client default).
-        CONSUMER_SESSION_TIMEOUT_MS: '6000',
-        SESSION_TIMEOUT_MS: '6000',
-        SHUTDOWN_GRACE_MS: '5000',
-        L1_EVERY_TURNS: String(basePolicy.l1EveryTurns),
-        DIGEST_FAN_IN: String(basePolicy.digestFanIn),
-        MAX_REPAIRS: '1',
-        POLICY_OVERRIDES: JSON.stringify(overrides),
-      };
+      const deployment = await provisionProcessDeployment({
+        name: 'chaos',
+        workload,
+        lossy: narrativeSessions,
+      });
+      const { run, topicPrefix, redisPrefix, bus, redis, live, unexpected, launch, policyOf } = deployment;
       // The kill schedule: every service twice in a seeded order, then random ones.
       const random = seededRandom(seed);
       const schedule: ServiceName[] = shuffled([...serviceNames, ...serviceNames], random);
@@ -111,40 +66,14 @@ describe('SIGKILL chaos across the four services', () => {
       console.log(`chaos seed ${seed} (${run}): kills ${schedule.join(', ')}`);
 
       const logger = createLogger('chaos', 'error');
-      const bus: Bus = await provision(env, logger);
-      const redis = new Redis(redisUrl);
-      const live = new Map<ServiceName, ServiceProcess>();
-      const unexpected: string[] = [];
-      let stopping = false;
-      const launch = (name: ServiceName): ServiceProcess => {
-        const p = spawnService(name, env);
-        void p.exited.then(({ code, signal }) => {
-          if (signal !== 'SIGKILL' && !stopping)
-            unexpected.push(`${name} exited ${code ?? signal}:\n${p.output()}`);
-        });
-        live.set(name, p);
-        return p;
-      };
       const clients: ResumeLibraryClient[] = [];
       let journal: Journal | null = null;
       let tap: RawTap | null = null;
       onTestFinished(async () => {
-        stopping = true;
-        // A graceful stop of what still runs; anything that does not stop in time is killed.
-        await Promise.all(
-          [...live.values()].map(async (p) => {
-            if (running(p)) p.child.kill('SIGTERM');
-            const timer = setTimeout(() => void killHard(p), 8_000);
-            await p.exited;
-            clearTimeout(timer);
-          }),
-        );
         await Promise.all(clients.map((c) => c.close()));
         await journal?.close();
         await tap?.close();
-        await bus.disconnect();
-        await dropDeployment(common);
-        redis.disconnect();
+        await deployment.close();
       });
 
       // Downstream first, as startPipeline does; all four ready before the first turn.
@@ -238,46 +167,13 @@ describe('SIGKILL chaos across the four services', () => {
           session: e.sessionId,
           problems: [],
         });
-        // The same bytes as the reference, and nothing beyond it: no compaction or marker a crash made up
-        // or changed. Compactions are byte for byte the reference's. A decision depends on the frame it
-        // was checked against, and a strict repair of an L1 span can reach the validator before or after
-        // the digest that moves the frame above it (see settle.ts), so an invalidation's fallback and its
-        // depth violation may differ from the reference's; what the log says (closure, retention,
-        // artifacts: the ids that fail) may not, and an emitted marker is the reference's to the byte.
-        const byId = new Map(e.reference.compactions.map((c) => [c.compactionId, canonicalJson(c)]));
-        const decisions = new Map(e.reference.decisions.map((d) => [decisionIdentity(d), d]));
-        for (const c of session.compactions)
-          expect(canonicalJson(c), c.compactionId).toBe(byId.get(c.compactionId));
-        for (const d of session.decisions) {
-          const want = decisions.get(decisionIdentity(d));
-          if (want === undefined) continue;
-          expect(canonicalJson(logFacts(d)), decisionIdentity(d)).toBe(canonicalJson(logFacts(want)));
-        }
-        // The first attempts (what the summarizer wrote, not repairs) reach the validator in L0 order, so
-        // their decisions are the reference's exactly: none emitted that it invalidates, none missing.
-        const firstAttempts = new Set(
-          e.reference.compactions.filter((c) => c.attempt === 0).map((c) => c.compactionId),
-        );
-        const ofFirstAttempts = (all: readonly MarkerDecision[]) =>
-          all
-            .filter((d) => firstAttempts.has(d.compactionId))
-            .map(decisionIdentity)
-            .sort();
-        expect(ofFirstAttempts(session.decisions), e.sessionId).toEqual(
-          ofFirstAttempts(e.reference.decisions),
-        );
+        // The same bytes as the reference, and nothing beyond it: no compaction or decision a crash made
+        // up, changed or left out.
+        expectReferenceRecords(session, e);
         const unverifiable = session.decisions.filter(
           (d) => d.type === 'marker_invalid' && d.violations.some((v) => v.condition === 'unverifiable'),
         );
         expect(unverifiable.map(decisionIdentity), 'markers decided on missing state').toEqual([]);
-        const referenceCompactions = new Set(e.reference.compactions.map((c) => c.compactionId));
-        const referenceMarkers = new Set(e.reference.decisions.map((d) => d.markerId));
-        expect(
-          session.compactions.map((c) => c.compactionId).filter((id) => !referenceCompactions.has(id)),
-        ).toEqual([]);
-        expect(session.decisions.map((d) => d.markerId).filter((id) => !referenceMarkers.has(id))).toEqual(
-          [],
-        );
       }
 
       // 2. No turn lost from (or applied twice to) the projection: all applied, nothing broken, and the

@@ -1,7 +1,9 @@
 import type { SessionJournal } from '@tidemark/cli';
 import { sessionKey } from '@tidemark/contract';
 import {
-  decideResume,
+  canonicalJson,
+  foldDecisions,
+  resumePlan,
   runReference,
   trustedMarkers,
   type MarkerDecision,
@@ -9,6 +11,7 @@ import {
   type ReferenceRun,
   type TurnEvent,
 } from '@tidemark/core';
+import { expect } from 'vitest';
 import type { RawTap } from './chaos-harness.js';
 
 // What a fault run is compared with: per session, the core reference (the whole pipeline as one pure
@@ -40,13 +43,7 @@ export function expectationsOf(
       l0Partition: positions.get(1)!.partition,
       offsetOf: (seq) => positions.get(seq)!.offset,
     });
-    const plan = decideResume({
-      tenantId,
-      sessionId,
-      l0Partition: 0,
-      frame: reference.frame,
-      decisions: reference.decisions,
-    });
+    const plan = resumePlan(reference.state, { tenantId, sessionId, l0Partition: 0 });
     return {
       tenantId,
       sessionId,
@@ -57,6 +54,22 @@ export function expectationsOf(
   });
 }
 
+/**
+ * The journal holds the reference's records and nothing else: every compaction and every decision,
+ * decoded and canonical, no more, no less (decisions do not depend on timing: docs/decisions.md).
+ */
+export function expectReferenceRecords(journal: SessionJournal, expected: Expected): void {
+  const sorted = (records: readonly object[]) => records.map((r) => canonicalJson(r)).sort();
+  expect({ session: expected.sessionId, compactions: sorted(journal.compactions) }).toEqual({
+    session: expected.sessionId,
+    compactions: sorted(expected.reference.compactions),
+  });
+  expect({ session: expected.sessionId, decisions: sorted(journal.decisions) }).toEqual({
+    session: expected.sessionId,
+    decisions: sorted(expected.reference.decisions),
+  });
+}
+
 /** What settle.ts calls "holds": every reference compaction, a decision per marker, the same trusted set. */
 export function differences(journal: SessionJournal, expected: Expected): string[] {
   const { reference } = expected;
@@ -64,7 +77,7 @@ export function differences(journal: SessionJournal, expected: Expected): string
   const decided = new Set(journal.decisions.map((d) => d.markerId));
   const referenceMarkers = new Set(reference.decisions.map((d) => d.markerId));
   const trusted = (decisions: readonly MarkerDecision[]) =>
-    trustedMarkers(decisions)
+    trustedMarkers(foldDecisions(decisions))
       .map((d) => d.markerId)
       .filter((id) => referenceMarkers.has(id))
       .sort();

@@ -1,18 +1,13 @@
 import { canonicalJson } from './canonical.js';
-import { check, type CheckOptions } from './check.js';
 import { invalidInput } from './errors.js';
-import { rawCheckpoint } from './frame.js';
 import { compactionIdOf, markerIdOf, policyIdOf } from './ids.js';
 import type {
   Compaction,
   CompactionSpan,
-  Frame,
-  MarkerDecision,
   MarkerEmitted,
   MarkerInvalid,
   Policy,
   RawCheckpoint,
-  StateAtBoundary,
   Summary,
   Violation,
 } from './model.js';
@@ -131,20 +126,23 @@ export function markerInvalid(
 }
 
 /**
- * The validator's decision about a candidate, at compaction time: emitted when every condition holds,
- * otherwise invalid with every violation and the raw checkpoint to fall back to.
+ * The strict repair of a node: the same span, children and prior, summarized strictly (its strict
+ * rendition, made while the span's turns were at hand), attempt + 1. The compactor publishes it right
+ * after a node a lossy summarizer wrote; the decider decides it only if the node's verdict asks for it.
  */
-export function decideMarker(input: {
-  readonly node: Compaction;
-  readonly frame: Frame;
-  readonly state: StateAtBoundary;
-  /** The session's earlier decisions, in log order (for the fallback). */
-  readonly decisions: readonly MarkerDecision[];
-  readonly options?: CheckOptions;
-}): MarkerDecision {
-  const { node, frame } = input;
-  const violations = check(node, frame, input.state, input.options);
-  if (violations.length === 0) return markerEmitted(node);
-  const others = input.decisions.filter((decision) => decision.markerId !== node.marker.markerId);
-  return markerInvalid(node, violations, rawCheckpoint(frame, others, node.span.l0Partition), 'check');
+export function strictRepairOf(node: Compaction, strict: Summary): Compaction {
+  return buildCompaction({
+    tenantId: node.tenantId,
+    sessionId: node.sessionId,
+    tier: node.tier,
+    generation: node.generation,
+    policy: JSON.parse(node.policy) as Policy,
+    span: node.span,
+    children: node.children,
+    summary: strict,
+    summarizer: 'strict',
+    compactorVersion: node.compactorVersion,
+    repairOf: node.compactionId,
+    attempt: node.attempt + 1,
+  });
 }

@@ -68,20 +68,31 @@ export { parsePolicyOverrides, policiesFrom, type Policies } from './policies.js
 export {
   asStrict,
   buildCompaction,
-  decideMarker,
   markerEmitted,
   markerInvalid,
+  strictRepairOf,
   summaryOfNode,
   type CompactionInput,
 } from './compaction.js';
 export {
   advanceFrame,
-  invalidationsForFrame,
-  latestDecisions,
+  decide,
+  evolve,
+  foldDecisions,
+  frameOf,
+  framing,
+  initialState,
+  isVerdict,
   rawCheckpoint,
+  repairable,
+  resumePlan,
   trustedMarkers,
-} from './frame.js';
-export { buildResumeContext, decideResume, planNodeId, type ResumeDecisionInput } from './resume.js';
+  type DecideCompaction,
+  type GenerationFrame,
+  type SessionFrameState,
+  type Slot,
+} from './session-frame.js';
+export { buildResumeContext, planNodeId } from './resume.js';
 
 export {
   defaultGeneratorRates,

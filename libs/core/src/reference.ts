@@ -1,16 +1,16 @@
 import { boundaryQuery, type CheckOptions } from './check.js';
-import { asStrict, buildCompaction, decideMarker, summaryOfNode } from './compaction.js';
+import { asStrict, buildCompaction, strictRepairOf } from './compaction.js';
 import { invalidInput } from './errors.js';
 import { type ApplyResult, SessionFold } from './fold.js';
-import { advanceFrame, invalidationsForFrame } from './frame.js';
 import type { Compaction, Frame, MarkerDecision, Policy, Summary, SummaryInput, TurnEvent } from './model.js';
 import { planNext, priorNodeOf } from './plan.js';
+import { decide, evolve, frameOf, initialState, type SessionFrameState } from './session-frame.js';
 import { summaryQuery } from './summarize/claims.js';
 import { summarizeNarrative } from './summarize/narrative.js';
 import { summarizeStrict } from './summarize/strict.js';
 
-// The whole pipeline in one pure, synchronous function: fold, plan, summarize, validate, invalidate on
-// depth change, repair in strict mode. It is the reference the services are tested against (the same
+// The whole pipeline in one pure, synchronous function: fold, plan, summarize (a lossy node followed by
+// its strict repair), decide with the session decider. It is the reference the services are tested against (the same
 // turns and policy must yield the same compactions and decisions, byte for byte), and what benchmarks
 // and demos compare a run with. Only the deterministic summarizers run here.
 
@@ -21,7 +21,10 @@ export interface ReferenceOptions {
   readonly l0Partition?: number;
   /** The turns.l0 offset of a seq (default seq - 1: one session alone in its partition). */
   readonly offsetOf?: (seq: number) => number;
-  /** How many strict repairs a span gets after a MarkerInvalid (default 1). */
+  /**
+   * Strict repairs: 0 publishes none; 1 or more publishes one after every node a lossy summarizer
+   * wrote (default 1). One is all there is: a repair's own repair would restate the same strict claims.
+   */
   readonly maxRepairs?: number;
   readonly check?: CheckOptions;
 }
@@ -29,10 +32,12 @@ export interface ReferenceOptions {
 export interface ReferenceRun {
   readonly fold: SessionFold;
   readonly results: readonly ApplyResult[];
-  /** Every compaction, in the order produced (repairs right after the node they repair). */
+  /** Every compaction, in the order produced (a strict repair right after the node it repairs). */
   readonly compactions: readonly Compaction[];
   /** Every marker decision, in the order published. */
   readonly decisions: readonly MarkerDecision[];
+  /** The session decider's state after them, and the frame it names. */
+  readonly state: SessionFrameState;
   readonly frame: Frame | null;
 }
 
@@ -62,12 +67,12 @@ export function runReference(turns: readonly TurnEvent[], options: ReferenceOpti
   const compactions: Compaction[] = [];
   const byId = new Map<string, Compaction>();
   const decisions: MarkerDecision[] = [];
-  let frame: Frame | null = null;
+  let state = initialState;
 
   // The strict rendition of every node compacted by a lossy summarizer: the summary its strict repair
   // publishes. It is made with the span at hand, from the strict renditions of the node's children and
   // prior frame, so a repaired digest never quotes a lossy child, and it depends on L0 and the policy
-  // alone (not on which nodes the validator happened to find invalid, nor when).
+  // alone.
   const renditions = new Map<string, Summary>();
   const rendition = (node: Compaction): Compaction =>
     asStrict(node, renditions.get(node.compactionId) ?? null);
@@ -94,15 +99,16 @@ export function runReference(turns: readonly TurnEvent[], options: ReferenceOpti
     };
   };
 
-  const compact = (
-    span: { fromSeq: number; toSeq: number },
-    tier: number,
-    children: readonly string[],
-    repairOf: Compaction | null,
-  ): Compaction => {
-    let summary: Summary;
-    if (repairOf === null) summary = summarize(inputFor(span, tier, children, false));
-    else summary = renditions.get(repairOf.compactionId) ?? summaryOfNode(repairOf);
+  const validate = (node: Compaction): void => {
+    compactions.push(node);
+    byId.set(node.compactionId, node);
+    const made = decide({ node, state: fold.stateAt(boundaryQuery(node)), options: options.check }, state);
+    for (const decision of made) state = evolve(state, decision);
+    decisions.push(...made);
+  };
+
+  /** A first attempt, then (when a lossy summarizer wrote it) its strict repair, as the compactor publishes them. */
+  const compact = (span: { fromSeq: number; toSeq: number }, tier: number, children: readonly string[]) => {
     const node = buildCompaction({
       tenantId,
       sessionId,
@@ -111,39 +117,17 @@ export function runReference(turns: readonly TurnEvent[], options: ReferenceOpti
       policy,
       span: { ...span, l0Partition, fromOffset: offsetOf(span.fromSeq), toOffset: offsetOf(span.toSeq) },
       children,
-      summary,
-      summarizer: repairOf === null ? policy.summarizer : 'strict',
+      summary: summarize(inputFor(span, tier, children, false)),
+      summarizer: policy.summarizer,
       compactorVersion,
-      repairOf: repairOf?.compactionId ?? null,
-      attempt: repairOf === null ? 0 : repairOf.attempt + 1,
+      repairOf: null,
+      attempt: 0,
     });
-    if (node.summarizer !== 'strict') {
-      renditions.set(node.compactionId, summarizeStrict(inputFor(span, tier, children, true)));
-    }
-    compactions.push(node);
-    byId.set(node.compactionId, node);
-    return node;
-  };
-
-  const validate = (node: Compaction): void => {
-    const next = advanceFrame(frame, node);
-    decisions.push(...invalidationsForFrame(frame, next, decisions));
-    frame = next;
-    const decision = decideMarker({
-      node,
-      frame,
-      state: fold.stateAt(boundaryQuery(node)),
-      decisions,
-      options: options.check,
-    });
-    decisions.push(decision);
-    // A depth violation is not the summary's fault; anything else is repaired from the log, bounded.
-    const repairable =
-      decision.type === 'marker_invalid' &&
-      decision.violations.some((v) => v.condition !== 'depth' && v.condition !== 'unverifiable');
-    if (repairable && node.attempt < maxRepairs) {
-      validate(compact(node.span, node.tier, node.children, node));
-    }
+    const strict =
+      node.summarizer === 'strict' ? null : summarizeStrict(inputFor(span, tier, children, true));
+    if (strict !== null) renditions.set(node.compactionId, strict);
+    validate(node);
+    if (strict !== null && maxRepairs > 0) validate(strictRepairOf(node, strict));
   };
 
   let pending: { seq: number; tokenCount: number }[] = [];
@@ -159,11 +143,11 @@ export function runReference(turns: readonly TurnEvent[], options: ReferenceOpti
       const children = step.kind === 'digest' ? step.children : [];
       // Only the seqs: the step's other fields (kind, tier, children) are not part of a span.
       const span = { fromSeq: step.fromSeq, toSeq: step.toSeq };
-      validate(compact(span, step.tier, children, null));
+      compact(span, step.tier, children);
       if (step.kind === 'summary') pending = pending.filter((t) => t.seq > step.toSeq);
     }
   }
-  return { fold, results, compactions, decisions, frame };
+  return { fold, results, compactions, decisions, state, frame: frameOf(state) };
 }
 
 function range(from: number, to: number): number[] {

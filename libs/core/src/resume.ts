@@ -1,70 +1,13 @@
 import { canonicalJson } from './canonical.js';
 import { invalidInput } from './errors.js';
-import { latestDecisions, rawCheckpoint } from './frame.js';
 import { contextHashOf } from './ids.js';
-import type {
-  Compaction,
-  Frame,
-  MarkerDecision,
-  ResumeContext,
-  ResumeMessage,
-  ResumePlan,
-  TurnEvent,
-} from './model.js';
+import type { Compaction, ResumeContext, ResumeMessage, ResumePlan, TurnEvent } from './model.js';
 import { spanLabel, stateBlock } from './summarize/render.js';
 
-// The resume decision and the resume context. A marker is trusted wholesale or discarded wholesale:
-// the resume path never repairs a summary (repair happens in the compactor, while the raw log is
-// resident), and never mixes a distrusted node with patches from the raw log.
-
-export interface ResumeDecisionInput {
-  readonly tenantId: string;
-  readonly sessionId: string;
-  /** The turns.l0 partition of the session, for a checkpoint at the session start. */
-  readonly l0Partition: number;
-  readonly frame: Frame | null;
-  /** The session's marker decisions, in log order. */
-  readonly decisions: readonly MarkerDecision[];
-}
-
-/**
- * Digest mode when the newest marker at the frame's depth (the furthest boundary) is trusted: its node,
- * then the raw turns after its boundary. Raw mode otherwise: the raw checkpoint (the newest trusted
- * marker at the frame's depth and the raw turns after it, or the raw log from the session start).
- */
-export function decideResume(input: ResumeDecisionInput): ResumePlan {
-  const { tenantId, sessionId, frame } = input;
-  const checkpoint = rawCheckpoint(frame, input.decisions, input.l0Partition);
-  let newest: MarkerDecision | null = null;
-  for (const decision of latestDecisions(input.decisions)) {
-    if (
-      frame !== null &&
-      decision.depth === frame.depth &&
-      (newest === null || decision.toSeq >= newest.toSeq)
-    )
-      newest = decision;
-  }
-  if (frame !== null && newest !== null && newest.type === 'marker_emitted') {
-    const { markerId, compactionId, depth, generation, toSeq, l0Partition, l0Offset } = newest;
-    return {
-      mode: 'digest',
-      tenantId,
-      sessionId,
-      frame,
-      marker: { markerId, compactionId, depth, generation, toSeq, l0Partition, l0Offset },
-      rawFromSeq: toSeq + 1,
-    };
-  }
-  return {
-    mode: 'raw',
-    tenantId,
-    sessionId,
-    frame,
-    checkpoint,
-    rawFromSeq: checkpoint.toSeq + 1,
-    reason: newest === null ? 'no_marker' : 'newest_invalid',
-  };
-}
+// The resume context (where it starts is the session decider's `resumePlan`). A marker is trusted
+// wholesale or discarded wholesale: the resume path never repairs a summary (repair happens in the
+// compactor, while the raw log is resident), and never mixes a distrusted node with patches from the
+// raw log.
 
 /**
  * The context an agent resumes with, assembled canonically: the node's narrative and state block as one

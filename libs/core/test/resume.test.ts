@@ -2,11 +2,15 @@ import { describe, expect, it } from 'vitest';
 import {
   advanceFrame,
   buildResumeContext,
-  decideResume,
-  invalidationsForFrame,
+  decide,
+  evolve,
+  foldDecisions,
+  frameOf,
+  initialState,
   markerEmitted,
   markerInvalid,
-  rawCheckpoint,
+  resumePlan,
+  trustedMarkers,
   type Compaction,
   type MarkerDecision,
   type TurnEvent,
@@ -16,10 +20,10 @@ import {
   digest,
   disposed,
   filler,
-  frameAt,
   l1,
   opened,
   sessionId,
+  stateFor,
   tenantId,
   turn,
 } from './helpers.js';
@@ -40,14 +44,30 @@ const turns: TurnEvent[] = [
 const [a, b, c] = [l1(turns, 1, 4), l1(turns, 5, 8), l1(turns, 9, 12)];
 const l2 = digest(turns, [a, b]);
 const violation = { condition: 'closure' as const, ids: ['x'], detail: 'x: missing' };
-const invalid = (node: Compaction, decisions: readonly MarkerDecision[] = []) =>
-  markerInvalid(node, [violation], rawCheckpoint(frameAt(node.tier), decisions, 0), 'check');
-const plan = (frame: ReturnType<typeof frameAt> | null, decisions: readonly MarkerDecision[]) =>
-  decideResume({ tenantId, sessionId, l0Partition: 0, frame, decisions });
+const invalid = (node: Compaction) =>
+  markerInvalid(
+    node,
+    [violation],
+    { markerId: null, compactionId: null, toSeq: 0, l0Partition: 0, l0Offset: null },
+    'check',
+  );
+const plan = (decisions: readonly MarkerDecision[]) =>
+  resumePlan(foldDecisions(decisions), { tenantId, sessionId, l0Partition: 0 });
+/** The decisions the decider makes for these nodes in turn, each checked on its true state. */
+const decided = (nodes: readonly Compaction[]) => {
+  const out: MarkerDecision[] = [];
+  let state = initialState;
+  for (const node of nodes) {
+    const made = decide({ node, state: stateFor(turns, node) }, state);
+    state = made.reduce(evolve, state);
+    out.push(...made);
+  }
+  return out;
+};
 
-describe('the resume decision', () => {
+describe('the resume plan', () => {
   it('resumes from the raw log when nothing has been decided', () => {
-    expect(plan(null, [])).toEqual({
+    expect(plan([])).toEqual({
       mode: 'raw',
       tenantId,
       sessionId,
@@ -58,18 +78,17 @@ describe('the resume decision', () => {
     });
   });
 
-  it('resumes in digest mode from the newest marker at the frame depth when it was emitted', () => {
-    const result = plan(frameAt(1), [markerEmitted(a), markerEmitted(b)]);
-    expect(result).toMatchObject({
+  it('resumes in digest mode from the node framing the session when its marker was emitted', () => {
+    expect(plan([markerEmitted(a), markerEmitted(b)])).toMatchObject({
       mode: 'digest',
+      frame: { nodeId: b.compactionId, depth: 1, generation: 1 },
       marker: { markerId: b.marker.markerId, compactionId: b.compactionId, toSeq: 8 },
       rawFromSeq: 9,
     });
   });
 
-  it('falls back wholesale to the raw checkpoint when the newest marker at the frame depth is invalid', () => {
-    const decisions = [markerEmitted(a), markerEmitted(b), invalid(c, [markerEmitted(a), markerEmitted(b)])];
-    expect(plan(frameAt(1), decisions)).toMatchObject({
+  it("falls back wholesale to the raw checkpoint when the framing node's marker is invalid", () => {
+    expect(plan([markerEmitted(a), markerEmitted(b), invalid(c)])).toMatchObject({
       mode: 'raw',
       reason: 'newest_invalid',
       checkpoint: { markerId: b.marker.markerId, compactionId: b.compactionId, toSeq: 8, l0Offset: 7 },
@@ -78,7 +97,7 @@ describe('the resume decision', () => {
   });
 
   it('falls back to the session start when no valid marker exists at the frame depth', () => {
-    expect(plan(frameAt(1), [invalid(a)])).toMatchObject({
+    expect(plan([invalid(a)])).toMatchObject({
       mode: 'raw',
       reason: 'newest_invalid',
       checkpoint: { markerId: null, toSeq: 0 },
@@ -87,20 +106,29 @@ describe('the resume decision', () => {
   });
 
   it('does not trust a marker that was emitted and later invalidated by a depth change', () => {
-    const frame = advanceFrame(advanceFrame(null, a), l2);
-    const stale = invalidationsForFrame(frameAt(1), frame, [markerEmitted(a)]);
-    expect(plan(frameAt(1), [markerEmitted(a), ...stale])).toMatchObject({
-      mode: 'raw',
-      reason: 'newest_invalid',
-    });
-    expect(plan(frame, [markerEmitted(a), ...stale, markerEmitted(l2)])).toMatchObject({
-      mode: 'digest',
-      marker: { compactionId: l2.compactionId },
-    });
+    const decisions = decided([a, b, l2]);
+    expect(
+      decisions.map((d) => [d.compactionId, d.type, d.type === 'marker_invalid' ? d.cause : 'check']),
+    ).toEqual([
+      [a.compactionId, 'marker_emitted', 'check'],
+      [b.compactionId, 'marker_emitted', 'check'],
+      [a.compactionId, 'marker_invalid', 'depth_change'],
+      [b.compactionId, 'marker_invalid', 'depth_change'],
+      [l2.compactionId, 'marker_emitted', 'check'],
+    ]);
+    expect(plan(decisions.slice(0, 4))).toMatchObject({ mode: 'raw', reason: 'newest_invalid' });
+    expect(plan(decisions)).toMatchObject({ mode: 'digest', marker: { compactionId: l2.compactionId } });
   });
 
-  it('ignores markers at other depths than the frame', () => {
-    expect(plan(frameAt(2), [markerEmitted(l2), markerEmitted(c)])).toMatchObject({
+  it('decides a node below the frame depth invalid for depth, and resumes from the frame', () => {
+    const decisions = decided([a, b, l2, c]);
+    expect(decisions.at(-1)).toMatchObject({
+      type: 'marker_invalid',
+      cause: 'check',
+      violations: [{ condition: 'depth' }],
+      fallback: { compactionId: l2.compactionId },
+    });
+    expect(plan(decisions)).toMatchObject({
       mode: 'digest',
       marker: { compactionId: l2.compactionId },
       rawFromSeq: 9,
@@ -109,42 +137,31 @@ describe('the resume decision', () => {
 });
 
 describe('frames', () => {
-  it('move to a node at or above the frame depth, never below, and to any node of a newer generation', () => {
+  it('move to a node at or above the frame depth, never below', () => {
     const f1 = advanceFrame(null, a);
     expect(f1).toEqual({ nodeId: a.compactionId, depth: 1, generation: 1 });
     const f2 = advanceFrame(f1, l2);
     expect(f2.depth).toBe(2);
     expect(advanceFrame(f2, c)).toBe(f2);
-    expect(advanceFrame(f2, { ...c, generation: 2 })).toEqual({
-      nodeId: c.compactionId,
-      depth: 1,
-      generation: 2,
-    });
-    expect(advanceFrame({ ...f2, generation: 3 }, c)).toEqual({ ...f2, generation: 3 });
   });
 
-  it('invalidate every marker pointing at another depth when the frame depth changes, with the new checkpoint', () => {
-    const decisions = [markerEmitted(a), markerEmitted(b), markerEmitted(l2)];
-    const frame = { nodeId: 'l3', depth: 3, generation: 1 };
-    const stale = invalidationsForFrame(frameAt(2), frame, decisions);
-    expect(stale.map((m) => [m.compactionId, m.cause, m.violations.map((v) => v.condition)])).toEqual([
-      [a.compactionId, 'depth_change', ['depth']],
-      [b.compactionId, 'depth_change', ['depth']],
-      [l2.compactionId, 'depth_change', ['depth']],
-    ]);
-    expect(stale[0]!.fallback).toEqual({
-      markerId: null,
-      compactionId: null,
-      toSeq: 0,
-      l0Partition: 0,
-      l0Offset: null,
-    });
-    expect(invalidationsForFrame(frameAt(2), { ...frameAt(2), nodeId: 'other' }, decisions)).toEqual([]);
+  it("are the newest generation's: an older generation is superseded as a whole, whatever arrives when", () => {
+    const newer = (node: Compaction) => ({ ...markerEmitted(node), generation: 2 });
+    const older = [markerEmitted(a), markerEmitted(b), markerEmitted(l2)];
+    for (const decisions of [
+      [...older, newer(a)],
+      [newer(a), ...older],
+      [markerEmitted(a), newer(a), markerEmitted(b), markerEmitted(l2)],
+    ]) {
+      const state = foldDecisions(decisions);
+      expect(frameOf(state)).toEqual({ nodeId: a.compactionId, depth: 1, generation: 2 });
+      expect(trustedMarkers(state)).toEqual([newer(a)]);
+    }
   });
 });
 
 describe('the resume context', () => {
-  const digestPlan = plan(frameAt(1), [markerEmitted(b)]);
+  const digestPlan = plan([markerEmitted(b)]);
   const after = turns.filter((t) => t.seq >= 9);
 
   it('is the node narrative and state block as one system message, then the raw turns after its boundary', () => {
@@ -178,7 +195,7 @@ describe('the resume context', () => {
   });
 
   it('starts with the raw log alone from the session start', () => {
-    const context = buildResumeContext({ plan: plan(null, []), node: null, turns });
+    const context = buildResumeContext({ plan: plan([]), node: null, turns });
     expect(context.messages.map((m) => m.content)).toEqual(turns.map((t) => t.content));
   });
 

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
-  advanceFrame,
   buildResumeContext,
   check,
-  decideResume,
   definePolicy,
-  invalidationsForFrame,
+  foldDecisions,
+  frameOf,
+  resumePlan,
   runReference,
   summarizeNarrative,
   trustedMarkers,
@@ -85,12 +85,10 @@ describe('the observed failure: a digest that folded a rejection and dropped an 
         ['artifacts', ['migrations/003_down.sql']],
       ],
     ]);
-    const plan = decideResume({
+    const plan = resumePlan(run.state, {
       tenantId: migration[0]!.tenantId,
       sessionId: migration[0]!.sessionId,
       l0Partition: 0,
-      frame: run.frame,
-      decisions: run.decisions,
     });
     expect(plan.mode).toBe('digest');
     const node = run.compactions.find(
@@ -135,12 +133,22 @@ describe('the observed failure: an L1 marker whose L2 parent was re-compacted un
     ]);
   });
 
-  it('invalidates every marker pointing below the new frame, so none of them is resumed from', () => {
-    const before = loose.decisions;
-    const frame = advanceFrame(loose.frame, { compactionId: tight.frame!.nodeId, tier: 3, generation: 2 });
-    const stale = invalidationsForFrame(loose.frame, frame, before);
-    expect(stale.length).toBe(trustedMarkers(before).length);
-    expect(stale.every((m) => m.cause === 'depth_change' && m.depth < 3)).toBe(true);
-    expect(trustedMarkers([...before, ...stale])).toEqual([]);
+  it('supersedes every marker of the looser generation, so none of them is resumed from, whatever arrives first', () => {
+    expect(trustedMarkers(loose.state).length).toBeGreaterThan(0);
+    for (const decisions of [
+      [...loose.decisions, ...tight.decisions],
+      [...tight.decisions, ...loose.decisions],
+    ]) {
+      const state = foldDecisions(decisions);
+      expect(frameOf(state)).toEqual(tight.frame);
+      expect(trustedMarkers(state)).toEqual(trustedMarkers(tight.state));
+      expect(trustedMarkers(state).every((m) => m.generation === 2 && m.depth === 3)).toBe(true);
+      const plan = resumePlan(state, {
+        tenantId: session[0]!.tenantId,
+        sessionId: session[0]!.sessionId,
+        l0Partition: 0,
+      });
+      expect(plan.frame).toEqual(tight.frame);
+    }
   });
 });

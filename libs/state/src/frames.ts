@@ -1,15 +1,16 @@
-import { sessionKey, type Frame, type MarkerDecision, type MarkerEmitted } from '@tidemark/core';
+import { initialState, sessionKey, type MarkerDecision, type SessionFrameState } from '@tidemark/core';
 import type { Redis } from 'ioredis';
 import { luaScript, sessionTag } from './keys.js';
 
-// The validator's own state in Redis: per session, the frame and the trusted markers (the part of the
-// decision history the core reads), and which compactions were already decided. Everything here can be
+// The validator's own state in Redis: per session, the session decider's state (core session-frame),
+// and which compactions were already decided. Everything here can be
 // rebuilt from the markers topic; the epoch says whether it still has to be.
 //
 // Keys (under the prefix, one hash tag per session so one session's keys share a cluster slot):
-//   frames:epoch                 the epoch of the current store; absent = lost or never built
+//   frames:epoch:2               the epoch of the current store; absent = lost, never built, or built by
+//                                an older version (`:2`: the session decider's state), which is rebuilt
 //   frames:lock                  held by the one validator rebuilding the store
-//   frame:{tenant/session}       hash: v (version), e (epoch), s (frame state JSON)
+//   frame:{tenant/session}       hash: v (version), e (epoch), s (the decider's state, JSON)
 //   decided:{tenant/session}     hash: compactionId -> decided record JSON
 //
 // Writes are write-ahead: the decisions of a batch are recorded (pending) before they are published,
@@ -18,9 +19,7 @@ import { luaScript, sessionTag } from './keys.js';
 
 /** A session's frame state as the store holds it. */
 export interface SessionFrame {
-  readonly frame: Frame | null;
-  /** Markers whose latest decision is emitted, in the order of that latest decision. */
-  readonly trusted: readonly MarkerEmitted[];
+  readonly state: SessionFrameState;
   /** What a write must find unchanged (compare-and-set): bumped by every write. */
   readonly guard: FrameGuard;
 }
@@ -62,8 +61,7 @@ export type FramesLoaded =
 export interface FrameWrite extends SessionRef {
   /** The guard the frame was loaded with. */
   readonly guard: FrameGuard;
-  readonly frame: Frame | null;
-  readonly trusted: readonly MarkerEmitted[];
+  readonly state: SessionFrameState;
   /** The compactions decided, each with every decision its verdict publishes, in publish order. */
   readonly decided: readonly {
     readonly compactionId: string;
@@ -82,8 +80,7 @@ export type FramesRecorded =
 
 /** A session's rebuilt state, for `FrameStore.restore`. */
 export interface RestoredSession extends SessionRef {
-  readonly frame: Frame | null;
-  readonly trusted: readonly MarkerEmitted[];
+  readonly state: SessionFrameState;
   /** Every compaction whose verdict is on the markers topic. */
   readonly published: readonly string[];
 }
@@ -114,7 +111,7 @@ export class FrameStore {
     return `${this.#prefix}decided:${sessionTag(ref)}`;
   }
   get #epochKey(): string {
-    return `${this.#prefix}frames:epoch`;
+    return `${this.#prefix}frames:epoch:2`;
   }
   get #lockKey(): string {
     return `${this.#prefix}frames:lock`;
@@ -148,7 +145,7 @@ export class FrameStore {
       // A session of another epoch (a straggler's write around a rebuild) reads as absent: its
       // content is not this epoch's truth; its guard lets the next write replace it.
       const current = e === epoch && s != null;
-      const state = current ? (JSON.parse(s) as Pick<SessionFrame, 'frame' | 'trusted'>) : null;
+      const state = current ? (JSON.parse(s) as SessionFrameState) : initialState;
       const decided = new Map<string, DecidedRecord>();
       if (current) {
         ref.compactionIds.forEach((id, i) => {
@@ -157,7 +154,7 @@ export class FrameStore {
         });
       }
       loaded.set(sessionKeyOf(ref), {
-        frame: { frame: state?.frame ?? null, trusted: state?.trusted ?? [], guard },
+        frame: { state, guard },
         decided,
       });
     }
@@ -179,7 +176,7 @@ export class FrameStore {
         epoch,
         write.guard.version,
         write.guard.epoch,
-        JSON.stringify({ frame: write.frame, trusted: write.trusted }),
+        JSON.stringify(write.state),
       ];
       for (const { compactionId, decisions } of write.decided) {
         args.push(compactionId, JSON.stringify({ status: 'pending', decisions } satisfies DecidedRecord));
@@ -277,7 +274,7 @@ export class FrameStore {
         pipeline.hset(this.#frameKey(session), {
           v: 1,
           e: epoch,
-          s: JSON.stringify({ frame: session.frame, trusted: session.trusted }),
+          s: JSON.stringify(session.state),
         });
         if (session.published.length > 0) {
           pipeline.hset(

@@ -2,12 +2,14 @@ import { planNodeId, sessionKey, type Compaction, type ResumePlan } from '@tidem
 import type { Redis } from 'ioredis';
 import { luaScript, sessionTag } from './keys.js';
 
-// The resume worker's state in Redis: per session, the decision history a plan needs (opaque JSON the
-// worker owns), the resume plan itself, and the compaction nodes plans start from. Everything here is
-// derived from the markers and compactions topics; the epoch says whether it still has to be rebuilt.
+// The resume worker's state in Redis: per session, the worker's state (its fold of the markers topic with
+// core's session decider: opaque JSON the worker owns), the resume plan itself, and the compaction nodes
+// plans start from. Everything here is derived from the markers and compactions topics; the epoch says
+// whether it still has to be rebuilt.
 //
 // Keys (under the prefix, one hash tag per session so one session's keys share a cluster slot):
-//   resume:epoch                the epoch of the current store; absent = lost or never built
+//   resume:epoch:2              the epoch of the current store; absent = lost, never built, or built by
+//                               an older version (`:2`: the session decider's state), which is rebuilt
 //   resume:rebuild-lock         held by the one worker rebuilding the store
 //   resume:{tenant/session}     hash: v (version), e (epoch), s (worker state JSON), p (plan JSON),
 //                               n (the compaction id the plan starts from, '' for the session start)
@@ -33,7 +35,7 @@ export type PlansLoaded =
 
 export interface PlanWrite extends PlanSessionRef {
   readonly version: number;
-  /** The worker's state (JSON it parses itself). */
+  /** The worker's session plan state (core's frame state, the last offset, the plan): JSON it parses itself. */
   readonly state: string;
   readonly plan: ResumePlan;
 }
@@ -80,7 +82,7 @@ export class PlanStore {
     return `${this.#prefix}resume-ctx:${sessionTag(ref)}`;
   }
   get #epochKey(): string {
-    return `${this.#prefix}resume:epoch`;
+    return `${this.#prefix}resume:epoch:2`;
   }
   get #lockKey(): string {
     return `${this.#prefix}resume:rebuild-lock`;

@@ -1,5 +1,5 @@
 import { redisClient } from '@tidemark/test-infra';
-import type { MarkerDecision, MarkerEmitted } from '@tidemark/core';
+import { foldDecisions, initialState, type MarkerDecision, type MarkerEmitted } from '@tidemark/core';
 import { describe, expect, it } from 'vitest';
 import { FrameStore, sessionKeyOf } from '../src/frames.js';
 
@@ -7,7 +7,6 @@ import { FrameStore, sessionKeyOf } from '../src/frames.js';
 // compare-and-set that keeps two writers apart, and the epoch that says whether it must be rebuilt.
 
 const session = { tenantId: 'tenant-f', sessionId: 'session-f' };
-const frame = { nodeId: 'n1', depth: 1, generation: 1 };
 
 function emitted(markerId: string): MarkerEmitted {
   return {
@@ -40,7 +39,7 @@ describe('FrameStore', () => {
     await frames.restore('e1', []);
     const loaded = await frames.load([{ ...session, compactionIds: ['c1'] }]);
     expect(loaded.ok && loaded.sessions.get(sessionKeyOf(session))).toEqual({
-      frame: { frame: null, trusted: [], guard: { version: 0, epoch: '' } },
+      frame: { state: initialState, guard: { version: 0, epoch: '' } },
       decided: new Map(),
     });
   });
@@ -53,15 +52,14 @@ describe('FrameStore', () => {
       {
         ...session,
         guard: { version: 0, epoch: '' },
-        frame,
-        trusted: [decision],
+        state: foldDecisions([decision]),
         decided: [{ compactionId: 'c1', decisions: [decision] }],
       },
     ]);
     expect(recorded).toEqual({ ok: true });
     const loaded = await frames.load([{ ...session, compactionIds: ['c1', 'c2'] }]);
     expect(loaded.ok && loaded.sessions.get(sessionKeyOf(session))).toEqual({
-      frame: { frame, trusted: [decision], guard: { version: 1, epoch: 'e1' } },
+      frame: { state: foldDecisions([decision]), guard: { version: 1, epoch: 'e1' } },
       decided: new Map([['c1', { status: 'pending', decisions: [decision] }]]),
     });
     expect(await frames.confirm('e1', [{ ...session, compactionIds: ['c1'] }])).toEqual([]);
@@ -77,8 +75,7 @@ describe('FrameStore', () => {
     const write = {
       ...session,
       guard: { version: 0, epoch: '' },
-      frame,
-      trusted: [],
+      state: foldDecisions([]),
       decided: [],
     };
     expect(await frames.record('e1', [write])).toEqual({ ok: true });
@@ -93,7 +90,7 @@ describe('FrameStore', () => {
     const { redis, prefix, frames } = store();
     await frames.restore('e1', []);
     await frames.record('e1', [
-      { ...session, guard: { version: 0, epoch: '' }, frame, trusted: [], decided: [] },
+      { ...session, guard: { version: 0, epoch: '' }, state: foldDecisions([]), decided: [] },
     ]);
     // Redis loses everything of ours.
     const keys = await redis.keys(`${prefix}*`);
@@ -102,16 +99,16 @@ describe('FrameStore', () => {
     expect(await frames.confirm('e1', [{ ...session, compactionIds: ['c1'] }])).toEqual([session]);
     expect(await redis.keys(`${prefix}*`)).toEqual([]);
     const lost = await frames.record('e1', [
-      { ...session, guard: { version: 1, epoch: 'e1' }, frame, trusted: [], decided: [] },
+      { ...session, guard: { version: 1, epoch: 'e1' }, state: foldDecisions([]), decided: [] },
     ]);
     expect(lost).toMatchObject({ ok: false, reason: 'epoch' });
 
     await frames.clear();
-    await frames.restore('e2', [{ ...session, frame, trusted: [emitted('m1')], published: ['c1'] }]);
+    await frames.restore('e2', [{ ...session, state: foldDecisions([emitted('m1')]), published: ['c1'] }]);
     const loaded = await frames.load([{ ...session, compactionIds: ['c1'] }]);
     expect(loaded.ok && loaded.epoch).toBe('e2');
     expect(loaded.ok && loaded.sessions.get(sessionKeyOf(session))).toEqual({
-      frame: { frame, trusted: [emitted('m1')], guard: { version: 1, epoch: 'e2' } },
+      frame: { state: foldDecisions([emitted('m1')]), guard: { version: 1, epoch: 'e2' } },
       decided: new Map([['c1', { status: 'published' }]]),
     });
   });
@@ -124,19 +121,20 @@ describe('FrameStore', () => {
       {
         ...session,
         guard: { version: 0, epoch: '' },
-        frame,
-        trusted: [emitted('old')],
+        state: foldDecisions([emitted('old')]),
         decided: [{ compactionId: 'c-old', decisions: [emitted('old')] }],
       },
     ]);
     const loaded = await frames.load([{ ...session, compactionIds: ['c-old'] }]);
     const stale = loaded.ok ? loaded.sessions.get(sessionKeyOf(session)) : undefined;
     expect(stale).toEqual({
-      frame: { frame: null, trusted: [], guard: { version: 1, epoch: 'e1' } },
+      frame: { state: initialState, guard: { version: 1, epoch: 'e1' } },
       decided: new Map(),
     });
     expect(
-      await frames.record('e2', [{ ...session, guard: stale!.frame.guard, frame, trusted: [], decided: [] }]),
+      await frames.record('e2', [
+        { ...session, guard: stale!.frame.guard, state: foldDecisions([]), decided: [] },
+      ]),
     ).toEqual({ ok: true });
     const replaced = await frames.load([{ ...session, compactionIds: ['c-old'] }]);
     expect(replaced.ok && replaced.sessions.get(sessionKeyOf(session))?.decided).toEqual(new Map());

@@ -211,7 +211,7 @@ function reportCommand(env: Env): Command {
     .option('--summarizers <list>', 'comma-separated summarizers', 'strict,narrative')
     .option(
       '--max-repairs <n>',
-      'strict repairs per invalid span (0 shows the raw fallback rate)',
+      'strict repairs: 0 none (shows the raw fallback rate), 1 one per lossy node',
       integer(0),
       1,
     )

@@ -86,6 +86,7 @@ export async function runDemo(pipeline: Pipeline, options: DemoOptions): Promise
           redisPrefix: config.REDIS_PREFIX,
           policy,
           generation: 2,
+          maxRepairs,
           tenant: tenantId,
           session: sessionId,
           progress: 'none',

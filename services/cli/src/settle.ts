@@ -1,5 +1,6 @@
 import {
-  decideResume,
+  foldDecisions,
+  resumePlan,
   runReference,
   trustedMarkers,
   type MarkerDecision,
@@ -47,9 +48,7 @@ export function referenceOf(run: SessionRun): ReferenceRun {
 
 /**
  * The journal holds what the references produce: every compaction (same ids), a decision for every
- * marker, and the same markers trusted in the end. Exact decision sequences may differ: a strict repair
- * of an L1 span can reach the validator before or after the digest that moves the frame above it, and is
- * then invalid for depth either way (on its check, or right after it); what a resume trusts is the same.
+ * marker, and the same markers trusted in the end (folded by core's session decider).
  */
 function holds(journal: SessionJournal, references: readonly ReferenceRun[]): boolean {
   const compactions = new Set(journal.compactions.map((c) => c.compactionId));
@@ -58,7 +57,7 @@ function holds(journal: SessionJournal, references: readonly ReferenceRun[]): bo
   const lastMarkers = new Set(last.decisions.map((d) => d.markerId));
   const trusted = (decisions: readonly MarkerDecision[]) =>
     new Set(
-      trustedMarkers(decisions)
+      trustedMarkers(foldDecisions(decisions))
         .map((d) => d.markerId)
         .filter((id) => lastMarkers.has(id)),
     );
@@ -95,12 +94,10 @@ export async function settle(
     timeoutMs,
   );
 
-  const plan = decideResume({
+  const plan = resumePlan(foldDecisions(references.flatMap((r) => r.decisions)), {
     tenantId,
     sessionId,
     l0Partition: 0,
-    frame: last.frame,
-    decisions: references.flatMap((r) => r.decisions),
   });
   const wanted = plan.mode === 'digest' ? plan.marker.markerId : plan.checkpoint.markerId;
   const deadline = Date.now() + timeoutMs;

@@ -23,8 +23,9 @@ import { policiesOf, type CompactorConfig } from './config.js';
 import { CompactionEngine, engineMetrics, namespaceOf, summarizers } from './engine.js';
 import { CompactorStore, WindowMovedError, WindowsLostError } from './store.js';
 
-// The compactor service: turns.l0 → windows → compactions; markers (MarkerInvalid of its own nodes) →
-// strict repairs. A shell around the engine: config, wiring, two consumers, readiness, shutdown.
+// The compactor service: turns.l0 → windows → compactions (a lossy node followed by its strict repair).
+// A shell around the engine: config, wiring, one consumer, readiness, shutdown. It reads no decision:
+// what it publishes is a function of L0 and the policy alone.
 
 export interface CompactorDeps {
   readonly logger?: Logger;
@@ -50,13 +51,11 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
   const namespace = namespaceOf(config.GENERATION, policy, policies.overrides);
   const metrics = engineMetrics(register);
   const topics = topicNames(config.TOPIC_PREFIX);
-  const markersGroup = `${config.GROUP_ID}.markers`;
 
   let bus: Bus | null = null;
   let redis: Redis | null = null;
   let producer: EventProducer | null = null;
   let turns: EventConsumer | null = null;
-  let markers: EventConsumer | null = null;
   let engine: CompactionEngine | null = null;
   let store: CompactorStore | null = null;
   let rebuilding: Promise<void> | null = null;
@@ -92,38 +91,21 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
       },
     });
 
-  const markersConsumer = (b: Bus): EventConsumer =>
-    b.consumer({
-      groupId: markersGroup,
-      role: 'markers',
-      sessionTimeout: config.CONSUMER_SESSION_TIMEOUT_MS,
-      reportedBy: isRedisOutageError,
-      onBatch: async (records) => {
-        await engine!.onMarkers(records);
-      },
-    });
-
   /**
-   * Builds the namespace anew from the topics: both consumers stopped, every key of the namespace
-   * deleted under a new epoch, turns.l0 replayed from the start; then the markers topic from the start,
-   * once the replay has passed every turn that was on turns.l0 when it began. That order matters: a
-   * decision is acted on only with its node's seed in the store, and a seed comes back only when the
-   * replay recomputes its node, so a MarkerInvalid read while Redis was empty is read again, after its
-   * seed, and its repair is not lost. What is recomputed is published again under the same ids with the
-   * same bytes (duplicates, harmless).
+   * Builds the namespace anew from turns.l0: the consumer stopped, every key of the namespace deleted
+   * under a new epoch, turns.l0 replayed from the start; ready again once the replay has passed every
+   * turn that was on turns.l0 when it began. What is recomputed is published again under the same ids
+   * with the same bytes (the validator decides nothing twice).
    */
   const replayFromStart = async (reason: string): Promise<void> => {
     const began = Date.now();
-    await Promise.all([turns?.stop(), markers?.stop()]);
+    await turns?.stop();
     // Until it succeeds: a rebuild that gave up would leave the compactor stopped for good.
     for (let attempt = 1, pause = 500; !stopped; attempt++, pause = Math.min(pause * 2, 10_000)) {
       try {
         const admin = await bus!.admin();
         const ends = await admin.fetchTopicOffsets(topics.turns);
-        await Promise.all([
-          restartFromEarliest(admin, config.GROUP_ID, topics.turns),
-          restartFromEarliest(admin, markersGroup, topics.markers),
-        ]);
+        await restartFromEarliest(admin, config.GROUP_ID, topics.turns);
         const deleted = await store!.reset(randomUUID());
         if (stopped) return;
         turns = turnsConsumer(bus!);
@@ -134,16 +116,14 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
         );
         await committedUpTo(admin, config.GROUP_ID, topics.turns, ends, () => stopped);
         if (stopped) return;
-        markers = markersConsumer(bus!);
-        await markers.run();
-        logger.info({ namespace, ms: Date.now() - began }, 'compactor rebuilt: replaying the markers topic');
+        logger.info({ namespace, ms: Date.now() - began }, 'compactor rebuilt');
         return;
       } catch (error) {
         logger.warn(
           { err: error, attempt, retryInMs: pause },
           'rebuilding the compactor state failed; retrying',
         );
-        await Promise.all([turns?.stop(), markers?.stop()]).catch(() => undefined);
+        await turns?.stop().catch(() => undefined);
         await new Promise((resolve) => setTimeout(resolve, pause));
       }
     }
@@ -206,8 +186,7 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
         rebuild('no epoch at start (a new namespace, or Redis lost it)', false);
       } else {
         turns = turnsConsumer(bus);
-        markers = markersConsumer(bus);
-        await Promise.all([turns.run(), markers.run()]);
+        await turns.run();
       }
       logger.info(
         {
@@ -224,12 +203,12 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
       if (stopped) return;
       stopped = true;
       await rebuilding;
-      await Promise.all([turns?.stop(), markers?.stop()]);
+      await turns?.stop();
       await bus?.disconnect();
       if (deps.redis === undefined) redis?.disconnect();
     },
     ready() {
-      return !stopped && rebuilding === null && (turns?.ready() ?? false) && (markers?.ready() ?? false);
+      return !stopped && rebuilding === null && (turns?.ready() ?? false);
     },
   };
 }

@@ -21,11 +21,11 @@ const optionalBound = z
 export const compactorConfigSchema = z
   .object({
     ...commonConfig,
-    /** The consumer group of turns.l0 (and `<GROUP_ID>.markers` for markers). Default: `<TOPIC_PREFIX>tidemark-compactor` (groups are cluster-wide: see groupNamed). */
+    /** The consumer group of turns.l0. Default: `<TOPIC_PREFIX>tidemark-compactor` (groups are cluster-wide: see groupNamed). */
     GROUP_ID: z.string().min(1).optional(),
     /** The generation this compactor writes; a replay under a new policy writes a newer one. */
     GENERATION: positive.default(1),
-    /** Recorded in every compaction; repairs answer only MarkerInvalid records naming it. */
+    /** Recorded in every compaction. */
     COMPACTOR_VERSION: z.string().min(1).default('tidemark-compactor/1'),
     L1_EVERY_TURNS: positive.default(defaultPolicy.l1EveryTurns),
     L1_TOKEN_BUDGET: optionalBound,
@@ -37,7 +37,7 @@ export const compactorConfigSchema = z
     SUMMARIZER: z.string().min(1).default(defaultPolicy.summarizer),
     MODEL_BASE_URL: z.url().optional(),
     MODEL_API_KEY: z.string().optional(),
-    /** Strict repairs a span gets after MarkerInvalid records (0: none). */
+    /** 0: no strict repairs; 1 or more: each lossy node is published with its strict repair (one is all there is). */
     MAX_REPAIRS: z.coerce.number().int().min(0).default(1),
     /** How long a compaction waits for the materializer to apply its span before the batch is retried. */
     STATE_WAIT_MS: positive.default(10_000),

@@ -7,9 +7,10 @@ import {
   narrativeSummarizer,
   policyIdOf,
   sha256Hex,
+  strictRepairOf,
   strictSummarizer,
   type BoundaryQuery,
-  type MarkerDecision,
+  type Compaction,
   type Policy,
   type Summarizer,
   type TurnEvent,
@@ -20,8 +21,6 @@ import type { Logger } from 'pino';
 import { WindowsLostError, type CompactorStore, type SessionRef, type WindowUpdate } from './store.js';
 import {
   ingest,
-  repairable,
-  repairOf,
   type Admission,
   type Compacted,
   type CompactionContext,
@@ -29,8 +28,9 @@ import {
 } from './window.js';
 
 // One batch at a time, for the service and for replay alike: turns.l0 batches advance windows and
-// publish compactions; markers batches publish strict repairs. The engine holds no session state
-// between batches (it is all in the store), so a batch that throws is simply redelivered.
+// publish compactions, each node a lossy summarizer wrote followed by its strict repair. The engine
+// holds no session state between batches (it is all in the store), so a batch that throws is simply
+// redelivered.
 
 export interface EngineOptions {
   /** The policy of a session (the configured one, or its override). */
@@ -39,6 +39,12 @@ export interface EngineOptions {
   readonly compactorVersion: string;
   /** The summarizer a policy names. */
   readonly summarizerFor: (name: string) => Summarizer;
+  /**
+   * 0: no strict repairs; 1 or more: each node a lossy summarizer wrote is published with its strict
+   * repair right after it, which the validator decides only if the node's verdict asks for it (so the
+   * compactions topic, and every decision on it, is a function of L0 and the policy, never of when a
+   * MarkerInvalid arrived). One repair is all there is: a repair's own would restate its strict claims.
+   */
   readonly maxRepairs: number;
   readonly stateWaitMs: number;
   readonly store: CompactorStore;
@@ -136,61 +142,18 @@ export class CompactionEngine {
       }),
     );
 
-    await store.saveSeeds(produced);
-    if (produced.length > 0)
-      await producer.send(
-        'compactions',
-        produced.map((c) => c.node),
-      );
+    const published = withRepairs(produced, this.#o.maxRepairs);
+    if (published.length > 0) await producer.send('compactions', published);
     await store.commit(updates);
 
     for (const [admission, count] of Object.entries(admissions)) {
       if (count > 0) metrics.turns.inc({ admission }, count);
     }
-    for (const { node } of produced) metrics.compactions.inc({ tier: String(node.tier), kind: 'first' });
-    metrics.windows.set(this.#open.size);
-    return { turns: records.length, compactions: produced.length };
-  }
-
-  async onMarkers(records: readonly DecodedRecord<MarkerDecision>[]): Promise<number> {
-    const { store, producer, metrics, generation, compactorVersion, maxRepairs } = this.#o;
-    // Only decisions about this compactor's nodes: its version and generation, and a seed in its store.
-    const mine = records
-      .map((r) => r.value)
-      .filter((d) => d.generation === generation && d.compactorVersion === compactorVersion);
-    if (mine.length === 0) return 0;
-    const seeds = await store.loadSeeds(mine);
-    const repairs: Compacted[] = [];
-    const decided: MarkerDecision[] = [];
-    mine.forEach((decision, index) => {
-      const seed = seeds[index];
-      if (seed === null || seed === undefined) return;
-      decided.push(decision);
-      if (decision.type !== 'marker_invalid' || !repairable(decision)) return;
-      if (seed.node.attempt >= maxRepairs) {
-        metrics.repairs.inc({ outcome: 'exhausted' });
-        this.#o.logger.warn(
-          { compactionId: decision.compactionId, attempt: seed.node.attempt },
-          'marker invalid and no repair attempt left: resumes fall back to the raw checkpoint',
-        );
-        return;
-      }
-      repairs.push(repairOf(seed));
-    });
-    // The repair's own seed first (a repair can be repaired, up to maxRepairs), then the repair, then
-    // the decided seeds: a crash in between republishes the same repair, never loses one.
-    await store.saveSeeds(repairs);
-    if (repairs.length > 0)
-      await producer.send(
-        'compactions',
-        repairs.map((c) => c.node),
-      );
-    await store.dropSeeds(decided);
-    for (const { node } of repairs) {
-      metrics.repairs.inc({ outcome: 'published' });
-      metrics.compactions.inc({ tier: String(node.tier), kind: 'repair' });
+    for (const node of published) {
+      metrics.compactions.inc({ tier: String(node.tier), kind: node.attempt === 0 ? 'first' : 'repair' });
     }
-    return repairs.length;
+    metrics.windows.set(this.#open.size);
+    return { turns: records.length, compactions: published.length };
   }
 
   #context(ref: SessionRef, batchTurns: ReadonlyMap<number, TurnEvent>): CompactionContext {
@@ -243,6 +206,13 @@ export class CompactionEngine {
   }
 }
 
+/** The nodes to publish, in order: each node, then (repairs on, a lossy summarizer) its strict repair. */
+export function withRepairs(produced: readonly Compacted[], maxRepairs: number): Compaction[] {
+  return produced.flatMap(({ node, strict }) =>
+    strict === null || maxRepairs < 1 ? [node] : [node, strictRepairOf(node, strict)],
+  );
+}
+
 /**
  * The store namespace of a generation and its policies (the configured one and any per-session or
  * per-tenant overrides): a new policy or generation starts empty windows, built from the start of L0.
@@ -266,7 +236,6 @@ export interface EngineMetrics {
   readonly compactions: Counter<'tier' | 'kind'>;
   readonly summarizerSeconds: Histogram<'tier'>;
   readonly windows: Gauge;
-  readonly repairs: Counter<'outcome'>;
   readonly turns: Counter<'admission'>;
   readonly stateUnavailable: Counter<'reason'>;
 }
@@ -276,7 +245,7 @@ export function engineMetrics(register: Registry): EngineMetrics {
   return {
     compactions: new Counter({
       name: 'tidemark_compactor_compactions_total',
-      help: 'Compactions published, by tier and kind (first attempt or strict repair).',
+      help: 'Compactions published, by tier and kind (first attempt, or the strict repair published after a lossy one).',
       labelNames: ['tier', 'kind'],
       registers,
     }),
@@ -290,12 +259,6 @@ export function engineMetrics(register: Registry): EngineMetrics {
     windows: new Gauge({
       name: 'tidemark_compactor_windows',
       help: 'Sessions whose window holds uncompacted turns (of those this process has seen).',
-      registers,
-    }),
-    repairs: new Counter({
-      name: 'tidemark_compactor_repairs_total',
-      help: 'MarkerInvalid records answered: a strict repair published, or none because attempts ran out.',
-      labelNames: ['outcome'],
       registers,
     }),
     turns: new Counter({

@@ -24,6 +24,8 @@ export interface ReplayOptions {
   readonly policy: Policy;
   readonly generation: number;
   readonly compactorVersion?: string;
+  /** As the service's MAX_REPAIRS: each lossy node published with its strict repair (default 1), or none (0). */
+  readonly maxRepairs?: number;
   /** Only this tenant's sessions (default all). */
   readonly tenant?: string;
   /** Only this session (of the tenant, when one is given) (default all). */
@@ -96,7 +98,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
       generation: options.generation,
       compactorVersion: options.compactorVersion ?? 'tidemark-compactor/1',
       summarizerFor: () => summarizer,
-      maxRepairs: 0,
+      maxRepairs: options.maxRepairs ?? 1,
       stateWaitMs: options.stateWaitMs ?? 10_000,
       store,
       projection: new Projection(redis, { prefix: redisPrefix }),

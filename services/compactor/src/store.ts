@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { TurnEvent } from '@tidemark/core';
 import { escapeGlob, sessionTag } from '@tidemark/state';
 import type { Redis } from 'ioredis';
-import { emptyWindow, type Compacted, type SessionWindow } from './window.js';
+import { emptyWindow, type SessionWindow } from './window.js';
 
 // The compactor's durable state in Redis, under its own namespace (generation + policy), so that the
 // process holds nothing between batches: memory stays flat however many sessions are open, and a
@@ -13,11 +13,9 @@ import { emptyWindow, type Compacted, type SessionWindow } from './window.js';
 //                                                    flushed) or new: windows are rebuilt from turns.l0
 //   <prefix>cmp:<ns>:{tenant/session}:win    string  the SessionWindow as JSON (positions, nodes, priors)
 //   <prefix>cmp:<ns>:{tenant/session}:turns  hash    seq -> TurnEvent JSON, for the window's turns only
-//   <prefix>cmp:<ns>:{tenant/session}:seeds  hash    compactionId -> Compacted JSON, until the validator
-//                                                    decided the node (a repair is built from it)
 //
-// Write order per batch (see the README): seeds, then the compactions topic, then windows. A crash
-// between any two redoes the batch, which recomputes the same bytes under the same ids.
+// Write order per batch (see the README): the compactions topic, then windows. A crash between the two
+// redoes the batch, which recomputes the same bytes under the same ids.
 //
 // A window is written only over the window its batch loaded (lua/compactor-commit-window.lua): a batch
 // in flight across a Redis loss or a rebuild writes nothing, and is redone from what the store holds
@@ -100,7 +98,7 @@ export class CompactorStore {
 
   /**
    * Starts the namespace over under a new epoch: the epoch is dropped first (a batch still on the old one
-   * finds it gone), then every window, turn and seed is deleted, then the new epoch is set. Returns the
+   * finds it gone), then every window and turn is deleted, then the new epoch is set. Returns the
    * number of keys deleted.
    */
   async reset(epoch: string): Promise<number> {
@@ -154,34 +152,6 @@ export class CompactorStore {
       }
       return JSON.parse(value) as TurnEvent;
     });
-  }
-
-  /** Seeds for repairs: written before their nodes are published, so a decision never misses one. */
-  async saveSeeds(seeds: readonly Compacted[]): Promise<void> {
-    if (seeds.length === 0) return;
-    const pipeline = this.#redis.pipeline();
-    for (const seed of seeds) {
-      pipeline.hset(`${this.#session(seed.node)}seeds`, seed.node.compactionId, JSON.stringify(seed));
-    }
-    unwrap(await pipeline.exec());
-  }
-
-  async loadSeeds(
-    wanted: readonly (SessionRef & { readonly compactionId: string })[],
-  ): Promise<(Compacted | null)[]> {
-    if (wanted.length === 0) return [];
-    const pipeline = this.#redis.pipeline();
-    for (const w of wanted) pipeline.hget(`${this.#session(w)}seeds`, w.compactionId);
-    return unwrap(await pipeline.exec()).map((raw) =>
-      raw === null ? null : (JSON.parse(raw as string) as Compacted),
-    );
-  }
-
-  async dropSeeds(decided: readonly (SessionRef & { readonly compactionId: string })[]): Promise<void> {
-    if (decided.length === 0) return;
-    const pipeline = this.#redis.pipeline();
-    for (const d of decided) pipeline.hdel(`${this.#session(d)}seeds`, d.compactionId);
-    unwrap(await pipeline.exec());
   }
 
   /**

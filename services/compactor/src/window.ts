@@ -9,7 +9,6 @@ import {
   type BoundaryQuery,
   type Compaction,
   type CompactionSpan,
-  type MarkerInvalid,
   type Policy,
   type StateAtBoundary,
   type Summarizer,
@@ -79,7 +78,7 @@ export function admit(
   };
 }
 
-/** A node as produced, with the strict summary a repair of it would publish (null: its own is strict). */
+/** A node as produced, with the strict summary its repair publishes (null: its own is strict). */
 export interface Compacted {
   readonly node: Compaction;
   readonly strict: Summary | null;
@@ -266,39 +265,6 @@ export async function ingest(
     if (!result.ok) return { window, produced, accepted, admissions, stopped: result.reason };
   }
   return { window, produced, accepted, admissions, stopped: null };
-}
-
-/** Whether the validator's MarkerInvalid asks for a repair: the reference's rule, the same everywhere. */
-export function repairable(decision: MarkerInvalid): boolean {
-  return (
-    decision.cause === 'check' &&
-    decision.violations.some((v) => v.condition !== 'depth' && v.condition !== 'unverifiable')
-  );
-}
-
-/** The strict repair of a node: same span, children and prior, attempt + 1. */
-export function repairOf(seed: Compacted): Compacted {
-  const { node } = seed;
-  const summary: Summary = seed.strict ?? {
-    narrative: node.narrative,
-    claims: node.claims,
-    tokenCount: node.tokenCount,
-  };
-  const repair = buildCompaction({
-    tenantId: node.tenantId,
-    sessionId: node.sessionId,
-    tier: node.tier,
-    generation: node.generation,
-    policy: JSON.parse(node.policy) as Policy,
-    span: node.span,
-    children: node.children,
-    summary,
-    summarizer: 'strict',
-    compactorVersion: node.compactorVersion,
-    repairOf: node.compactionId,
-    attempt: node.attempt + 1,
-  });
-  return { node: repair, strict: null };
 }
 
 function budget(policy: Policy): number {

@@ -3,14 +3,12 @@ import {
   definePolicy,
   generateSession,
   runReference,
-  type Compaction,
   type MarkerInvalid,
 } from '@tidemark/core';
 import { createLogger, Registry } from '@tidemark/service';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { createCompactor } from '../src/compactor.js';
 import { policyOf } from '../src/config.js';
-import { repairable } from '../src/window.js';
 import { collectCompactions, distinct, hasIds, stage } from './harness.js';
 
 const logger = createLogger('compactor-test', 'warn');
@@ -68,51 +66,30 @@ describe('the compactor', () => {
     expect(bytes[1]).toBe(bytes[0]);
   });
 
-  it('answers a MarkerInvalid of its own node with one strict repair, the reference one, and never loops', async () => {
+  it('publishes each lossy node with its strict repair right after it, the reference bytes, reading no decision', async () => {
     const s = await stage();
     const policy = definePolicy({ summarizer: 'narrative', digestFanIn: 2, l1EveryTurns: 20 });
     const turns = generateSession(32, { turns: 80, sessionId: 'repairs' });
     const reference = runReference(turns, { policy, compactorVersion: version, maxRepairs: 1 });
-    const invalid = reference.decisions.filter(
-      (d): d is MarkerInvalid => d.type === 'marker_invalid' && repairable(d),
+    expect(reference.compactions.filter((c) => c.attempt === 1).length).toBe(
+      reference.compactions.filter((c) => c.attempt === 0).length,
     );
-    const first = invalid[0]!;
-    const expected = reference.compactions.find((c) => c.repairOf === first.compactionId)!;
-    expect(expected).toMatchObject({ attempt: 1, summarizer: 'strict' });
 
     const collected = await collectCompactions(s.bus);
     const config = s.config({ SUMMARIZER: 'narrative', DIGEST_FAN_IN: '2', L1_EVERY_TURNS: '20' });
     expect(policyOf(config)).toEqual(policy);
-    const { metrics } = await runCompactor(config);
+    await runCompactor(config);
     await s.publish(turns);
-    const firstAttempts = reference.compactions.filter((c) => c.attempt === 0);
-    await collected.waitFor(hasIds(firstAttempts.map((c) => c.compactionId)));
-    expect(collected.all.some((c) => c.attempt > 0)).toBe(false);
-
+    await collected.waitFor(hasIds(reference.compactions.map((c) => c.compactionId)));
+    // In the reference's order: each node, then its repair (the validator decides the repair only if
+    // the node's verdict asks for it).
+    expect(canonicalJson([...distinct(collected.all).values()])).toBe(canonicalJson(reference.compactions));
+    // A MarkerInvalid on the markers topic changes nothing: the compactor does not read decisions.
     const producer = await s.bus.producer();
-    await producer.send('markers', [first]);
-    await collected.waitFor(hasIds([expected.compactionId]));
-    const repair = collected.all.find((c) => c.compactionId === expected.compactionId)!;
-    expect(canonicalJson(repair)).toBe(canonicalJson(expected));
-
-    // The same decision again (a validator redelivery) and a MarkerInvalid of the repair itself: with
-    // one attempt allowed, neither publishes anything; the second is counted as exhausted.
-    const ofRepair: MarkerInvalid = {
-      ...first,
-      compactionId: repair.compactionId,
-      markerId: repair.marker.markerId,
-    };
-    await producer.send('markers', [first, ofRepair]);
-    const exhausted = async () =>
-      (await metrics.getSingleMetric('tidemark_compactor_repairs_total')?.get())?.values.find(
-        (v) => v.labels.outcome === 'exhausted',
-      )?.value ?? 0;
-    const deadline = Date.now() + 20_000;
-    while ((await exhausted()) < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(await exhausted()).toBe(1);
-    expect(collected.all.filter((c: Compaction) => c.attempt > 0).map((c) => c.compactionId)).toEqual([
-      expected.compactionId,
-    ]);
+    const invalid = reference.decisions.find((d): d is MarkerInvalid => d.type === 'marker_invalid')!;
+    await producer.send('markers', [invalid]);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(distinct(collected.all).size).toBe(reference.compactions.length);
   });
 
   it('rebuilds its windows from turns.l0 when Redis loses them, republishing the same bytes', async () => {

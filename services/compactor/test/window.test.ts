@@ -8,7 +8,6 @@ import {
   seededRandom,
   strictSummarizer,
   type Compaction,
-  type MarkerInvalid,
   type Policy,
   type TurnEvent,
 } from '@tidemark/core';
@@ -18,12 +17,11 @@ import {
   advance,
   emptyWindow,
   ingest,
-  repairable,
-  repairOf,
   type Compacted,
   type CompactionContext,
   type SessionWindow,
 } from '../src/window.js';
+import { withRepairs } from '../src/engine.js';
 
 // The window engine against the core reference: fed the same turns in batches of any size, with
 // redeliveries and gaps, it must compact exactly what runReference does, byte for byte.
@@ -132,26 +130,25 @@ describe('the compaction window', () => {
     );
   });
 
-  it('repairs a node in strict mode exactly as the reference does, bounded by its attempts', async () => {
+  it('publishes each lossy node followed by its strict repair, exactly as the reference does', async () => {
     const policy = definePolicy({ summarizer: 'narrative', digestFanIn: 2 });
-    const run = reference(turns, policy, 1);
     const { produced } = await compactInBatches(turns, policy, 5);
-    const seeds = new Map(produced.map((c) => [c.node.compactionId, c]));
-    const invalid = run.decisions.filter(
-      (d): d is MarkerInvalid => d.type === 'marker_invalid' && seeds.has(d.compactionId) && repairable(d),
-    );
-    expect(invalid.length).toBeGreaterThan(0);
-    const repairs: Compaction[] = invalid.map((d) => repairOf(seeds.get(d.compactionId)!).node);
-    expectSameBytes(
-      repairs,
-      run.compactions.filter((c) => c.attempt === 1),
-    );
-    // A depth-only decision asks for no repair: it is not the summary's fault.
-    expect(
-      run.decisions
-        .filter((d): d is MarkerInvalid => d.type === 'marker_invalid' && d.cause === 'depth_change')
-        .some(repairable),
-    ).toBe(false);
+    const published = withRepairs(produced, 1);
+    expect(published.length).toBe(2 * produced.length);
+    published.forEach((node, index) => {
+      if (index % 2 === 1)
+        expect(node).toMatchObject({
+          attempt: 1,
+          summarizer: 'strict',
+          repairOf: published[index - 1]!.compactionId,
+        });
+    });
+    expectSameBytes(published, reference(turns, policy, 1).compactions);
+    // Repairs off: the lossy nodes alone, as the reference without repairs.
+    expectSameBytes(withRepairs(produced, 0), reference(turns, policy, 0).compactions);
+    // A strict node has no repair: it would restate its own claims.
+    const strict = await compactInBatches(turns, definePolicy({ digestFanIn: 2 }), 5);
+    expect(withRepairs(strict.produced, 1)).toEqual(strict.produced.map((c) => c.node));
   });
 
   it('waits without losing work when the state is not there yet', async () => {

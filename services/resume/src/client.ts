@@ -15,13 +15,13 @@ import {
 import type { Logger } from 'pino';
 import type { ResumeMetrics } from './metrics.js';
 import type { L0Span } from './l0-reader.js';
-import { decidedL1ToSeq, splitStoredPlan, type SessionPlanState } from './session-plan.js';
+import { decidedL1ToSeqOfState, splitStoredPlan } from './session-plan.js';
 import { compactionDue, StaleTracker, type CompactionDue, type Staleness } from './stale.js';
 
 // One resume, in process: the library agent runtimes embed and the code behind the HTTP handler. It
 // never repairs a summary and never mixes a distrusted node with raw patches: the plan (decided by the
-// worker with core decideResume) names one node or none, and the context is that node plus every raw
-// turn after its boundary, assembled by core buildResumeContext.
+// worker with core's session decider, resumePlan) names one node or none, and the context is that node
+// plus every raw turn after its boundary, assembled by core buildResumeContext.
 //
 // Round trips for a digest-mode resume: one to Redis (plan + node in one script, the projection's
 // watermark and epoch sent alongside on the same connection), then one Kafka fetch per 4 MiB of raw span.
@@ -295,7 +295,7 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
     const loaded = await plans.load([ref]);
     const state = loaded.ok ? loaded.sessions.get(sessionKey(ref.tenantId, ref.sessionId))?.state : null;
     if (state === null || state === undefined) return 0;
-    return decidedL1ToSeq((JSON.parse(state) as SessionPlanState).decisions);
+    return decidedL1ToSeqOfState(state);
   };
 
   // When the turn at seq was appended to turns.l0: its record's timestamp, at the position the

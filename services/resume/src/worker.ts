@@ -7,8 +7,9 @@ import type { ResumeMetrics } from './metrics.js';
 import { applyDecisions, emptySessionState, storedPlanOf, type SessionPlanState } from './session-plan.js';
 
 // The resume worker: two consumers in the service's own groups.
-// - markers (group `<group>`): each batch's decisions are applied per session (session-plan.ts) and the
-//   sessions' state and plans written in one round trip (one CAS script per session, pipelined).
+// - markers (group `<group>`): each batch's decisions are folded per session with core's session decider
+//   (session-plan.ts) and the sessions' state and plans written in one round trip (one CAS script per
+//   session, pipelined).
 // - compactions (group `<group>-nodes`): every node is stored, one round trip per batch, because a plan
 //   may start from any node a marker names (digest mode) or a checkpoint falls back to (raw mode).
 //

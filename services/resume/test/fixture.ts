@@ -1,6 +1,6 @@
 import {
   buildResumeContext,
-  decideResume,
+  resumePlan,
   runReference,
   type Compaction,
   type MarkerDecision,
@@ -172,7 +172,7 @@ export async function sessionInWorld(
 /** The context core builds for the reference's final plan: what the service must serve. */
 export function expectedContext(run: ReferenceRun, turns: readonly TurnEvent[], l0Partition: number) {
   const { tenantId, sessionId } = turns[0]!;
-  const plan = decideResume({ tenantId, sessionId, l0Partition, frame: run.frame, decisions: run.decisions });
+  const plan = resumePlan(run.state, { tenantId, sessionId, l0Partition });
   const nodeId = plan.mode === 'digest' ? plan.marker.compactionId : plan.checkpoint.compactionId;
   const node = nodeId === null ? null : run.compactions.find((c) => c.compactionId === nodeId)!;
   return buildResumeContext({ plan, node, turns: turns.filter((t) => t.seq >= plan.rawFromSeq) });

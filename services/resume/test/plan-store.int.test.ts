@@ -1,17 +1,11 @@
-import { decideResume, definePolicy, generateSession, runReference } from '@tidemark/core';
+import { definePolicy, generateSession, resumePlan, runReference } from '@tidemark/core';
 import { PlanStore } from '@tidemark/state';
 import { redisClient } from '@tidemark/test-infra';
 import { describe, expect, it } from 'vitest';
 
 const turns = generateSession(4, { tenantId: 't', sessionId: 's', turns: 30 });
 const run = runReference(turns, { policy: definePolicy({ l1EveryTurns: 10 }) });
-const plan = decideResume({
-  tenantId: 't',
-  sessionId: 's',
-  l0Partition: 0,
-  frame: run.frame,
-  decisions: run.decisions,
-});
+const plan = resumePlan(run.state, { tenantId: 't', sessionId: 's', l0Partition: 0 });
 const ref = { tenantId: 't', sessionId: 's' };
 
 describe('the PlanStore (real Redis)', () => {
@@ -56,7 +50,7 @@ describe('the PlanStore (real Redis)', () => {
     expect(await store.recordContextHash(ref, 'k', 'h1')).toBe('h1');
     expect(await store.recordContextHash(ref, 'k', 'h2')).toBe('h1');
 
-    await redis.del(`${prefix}resume:epoch`);
+    await redis.del(`${prefix}resume:epoch:2`);
     expect(await store.read(ref)).toEqual({ ok: false, reason: 'no_epoch' });
     await store.clear();
     expect(await redis.keys(`${prefix}resume*`)).toEqual([]);

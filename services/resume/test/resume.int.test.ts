@@ -1,4 +1,4 @@
-import { definePolicy, generateSession, latestDecisions } from '@tidemark/core';
+import { definePolicy, generateSession, trustedMarkers } from '@tidemark/core';
 import { describe, expect, it, vi } from 'vitest';
 import { createWorld, expectedContext, getResume, sessionInWorld, tokens, waitForResume } from './fixture.js';
 
@@ -84,11 +84,14 @@ describe('the resume service against the real stack', () => {
     const expected = expectedContext(run, turns, positions.get(1)!.partition);
     const plan = expected.plan;
     if (plan.mode !== 'raw') throw new Error('expected a raw plan');
-    const distrusted = latestDecisions(run.decisions)
+    // The newest marker at the frame's depth, by its latest decision: invalid, and not trusted.
+    const latest = new Map(run.decisions.map((d) => [d.markerId, d]));
+    const distrusted = [...latest.values()]
       .filter((d) => d.depth === run.frame!.depth)
       .sort((x, y) => x.toSeq - y.toSeq)
       .at(-1)!;
     expect(distrusted.type).toBe('marker_invalid');
+    expect(trustedMarkers(run.state).map((m) => m.markerId)).not.toContain(distrusted.markerId);
     const distrustedNode = run.compactions.find((c) => c.compactionId === distrusted.compactionId)!;
     await world.publishCompactions(run.compactions);
     await world.publishDecisions(run.decisions);
@@ -186,7 +189,7 @@ describe('the resume service against the real stack', () => {
     );
     expect(after.mode).toBe('digest');
     await waitForResume(second.url, tenantId, sessionId, (b) => b.contextHash === expected.contextHash);
-    expect(await world.redis.exists(`${world.prefix}resume:epoch`)).toBe(1);
+    expect(await world.redis.exists(`${world.prefix}resume:epoch:2`)).toBe(1);
     await vi.waitFor(() => expect(second.service.ready()).toBe(true), { timeout: 30_000 });
   });
 

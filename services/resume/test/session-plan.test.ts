@@ -1,11 +1,14 @@
 import {
-  decideResume,
   definePolicy,
+  foldDecisions,
+  frameOf,
   generateSession,
+  resumePlan,
   runReference,
   type MarkerDecision,
   type Policy,
 } from '@tidemark/core';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { applyDecisions, emptySessionState, type SessionPlanState } from '../src/session-plan.js';
 
@@ -15,11 +18,13 @@ const policies: readonly [string, Policy][] = [
   ['narrative, deep', definePolicy({ summarizer: 'narrative', l1EveryTurns: 5, digestFanIn: 2 })],
 ];
 
+/** The decisions applied in batches; `stored`: the state stored as JSON and loaded again between batches. */
 function applyAll(
   state: SessionPlanState,
   decisions: readonly MarkerDecision[],
   firstOffset: number,
   batch: number,
+  stored = false,
 ): SessionPlanState {
   let current = state;
   for (let i = 0; i < decisions.length; i += batch) {
@@ -27,6 +32,7 @@ function applyAll(
       .slice(i, i + batch)
       .map((decision, k) => ({ offset: firstOffset + i + k, decision }));
     current = applyDecisions(current, records).state;
+    if (stored) current = JSON.parse(JSON.stringify(current)) as SessionPlanState;
   }
   return current;
 }
@@ -40,15 +46,11 @@ describe('the per-session plan state', () => {
         const first = turns[0]!;
         for (const batch of [1, 3, 1000]) {
           const state = applyAll(emptySessionState(first.tenantId, first.sessionId), run.decisions, 0, batch);
-          expect(state.frame).toEqual(run.frame);
+          expect(frameOf(state.frames)).toEqual(run.frame);
+          expect(state.frames).toEqual(run.state);
+          expect(state.l0Partition).toBe(2);
           expect(state.plan).toEqual(
-            decideResume({
-              tenantId: first.tenantId,
-              sessionId: first.sessionId,
-              l0Partition: 2,
-              frame: run.frame,
-              decisions: run.decisions,
-            }),
+            resumePlan(run.state, { tenantId: first.tenantId, sessionId: first.sessionId, l0Partition: 2 }),
           );
         }
       });
@@ -63,15 +65,9 @@ describe('the per-session plan state', () => {
     const modes = new Set<string>();
     run.decisions.forEach((decision, index) => {
       state = applyDecisions(state, [{ offset: index, decision }]).state;
-      // The frame after a decision: replay the reference's own frame moves up to here.
+      // The plan after a decision: core's decider over the decisions up to here.
       const prefix = run.decisions.slice(0, index + 1);
-      const expected = decideResume({
-        tenantId,
-        sessionId,
-        l0Partition: 0,
-        frame: state.frame,
-        decisions: prefix,
-      });
+      const expected = resumePlan(foldDecisions(prefix), { tenantId, sessionId, l0Partition: 0 });
       expect(state.plan).toEqual(expected);
       modes.add(state.plan!.mode);
     });
@@ -89,9 +85,78 @@ describe('the per-session plan state', () => {
     // The validator re-published its last decisions at new offsets: same frame, same plan.
     const suffix = run.decisions.slice(-7);
     const replayed = applyAll(once, suffix, run.decisions.length, 2);
-    expect(replayed.frame).toEqual(once.frame);
+    expect(replayed.frames).toEqual(once.frames);
     expect(replayed.plan).toEqual(once.plan);
     expect(replayed.lastOffset).toBe(run.decisions.length + suffix.length - 1);
+  });
+
+  it('leaves the plan byte-identical when markers records are redelivered and duplicated at later offsets', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 1000 }),
+        fc.constantFrom(...policies.map(([, policy]) => policy)),
+        fc.integer({ min: 1, max: 8 }),
+        fc.nat(),
+        fc.nat(),
+        (seed, policy, batch, cutAt, rewindAt) => {
+          // given a session's decisions, as the validator published them once
+          const turns = generateSession(seed, { turns: 90 });
+          const run = runReference(turns, { policy, l0Partition: 1 });
+          const { tenantId, sessionId } = turns[0]!;
+          const decisions = run.decisions;
+          const empty = emptySessionState(tenantId, sessionId);
+          const once = applyAll(empty, decisions, 0, batch);
+          const plan = JSON.stringify(once.plan);
+          expect(once.plan).toEqual(resumePlan(run.state, { tenantId, sessionId, l0Partition: 1 }));
+
+          // when a validator crashed after publishing decisions[0..cut] and re-published from rewind on,
+          // at later offsets, and a consumer redelivered records it had applied (the same offsets again),
+          // the worker's state stored and loaded between batches
+          const cut = cutAt % decisions.length;
+          const rewind = rewindAt % (cut + 1);
+          let state = applyAll(empty, decisions.slice(0, cut + 1), 0, batch, true);
+          const atCut = JSON.stringify(state.plan);
+          state = applyAll(state, decisions.slice(0, cut + 1), 0, batch, true);
+          state = applyAll(state, decisions.slice(rewind, cut + 1), cut + 1, batch, true);
+          expect(JSON.stringify(state.plan)).toBe(atCut);
+          const offset = state.lastOffset + 1;
+          state = applyAll(state, decisions.slice(cut + 1), offset, batch, true);
+          // then the plan is the one of the decisions published once, byte for byte
+          expect(JSON.stringify(state.plan)).toBe(plan);
+          expect(state.frames).toEqual(once.frames);
+          expect(state.decidedL1ToSeq).toBe(once.decidedL1ToSeq);
+
+          // and so it is when every record is duplicated right after itself
+          const doubled = applyAll(
+            empty,
+            decisions.flatMap((d) => [d, d]),
+            0,
+            batch,
+          );
+          expect(JSON.stringify(doubled.plan)).toBe(plan);
+          expect(doubled.frames).toEqual(once.frames);
+          expect(doubled.lastOffset).toBe(2 * decisions.length - 1);
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('skips another session’s decisions, moving only the offset', () => {
+    const turns = generateSession(2, { turns: 30 });
+    const run = runReference(turns, { policy: policies[0]![1] });
+    const { tenantId, sessionId } = turns[0]!;
+    const state = applyAll(emptySessionState(tenantId, sessionId), run.decisions, 0, 100);
+    const foreign = { ...run.decisions.at(-1)!, sessionId: `${sessionId}-other`, toSeq: 1000, depth: 1 };
+    const next = applyDecisions(state, [{ offset: run.decisions.length, decision: foreign }]);
+    expect(next.changed).toBe(true);
+    expect(next.state).toEqual({ ...state, lastOffset: run.decisions.length });
+    // Only another session's decisions: no plan yet.
+    const none = applyDecisions(emptySessionState(tenantId, 'nobody'), [{ offset: 0, decision: foreign }]);
+    expect(none).toEqual({
+      changed: true,
+      state: { ...emptySessionState(tenantId, 'nobody'), lastOffset: 0 },
+    });
   });
 
   it('keeps a repair ahead of the invalid node it repairs when that node is decided again', () => {
@@ -131,7 +196,7 @@ describe('the per-session plan state', () => {
     );
     expect(before.plan).toMatchObject({ mode: 'digest', marker: { depth: 1 } });
     const after = applyAll(before, run.decisions.slice(firstDepthChange), firstDepthChange, 100);
-    expect(after.frame?.depth).toBe(2);
+    expect(frameOf(after.frames)?.depth).toBe(2);
     expect(after.plan).toMatchObject({ mode: 'digest', marker: { depth: 2 } });
     // Only the invalidations, without the L2 node's own decision: raw, never the invalidated L1 marker.
     const onlyInvalidations = run.decisions

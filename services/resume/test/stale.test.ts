@@ -16,7 +16,7 @@ import { policiesOf, resumeConfigSchema } from '../src/config.js';
 import { resumeMetrics } from '../src/metrics.js';
 import {
   applyDecisions,
-  decidedL1ToSeq,
+  decidedL1ToSeqOfState,
   emptySessionState,
   splitStoredPlan,
   storedPlanOf,
@@ -58,7 +58,7 @@ describe('the due L1 boundary', () => {
             run.decisions.map((decision, offset) => ({ offset, decision })),
           );
           // when every decision is in: the next boundary is past the last turn
-          const all = compactionDue(decidedL1ToSeq(state.decisions), length, l1EveryTurns);
+          const all = compactionDue(state.decidedL1ToSeq, length, l1EveryTurns);
           expect(all.due).toBe(false);
           expect(all.dueSeq).toBe(Math.floor(length / l1EveryTurns) * l1EveryTurns + l1EveryTurns);
           // when the decisions of the last L1 (and everything after it) are missing: due there
@@ -68,7 +68,7 @@ describe('the due L1 boundary', () => {
             emptySessionState(ref.tenantId, ref.sessionId),
             earlier.map((decision, offset) => ({ offset, decision })),
           );
-          const missing = compactionDue(decidedL1ToSeq(stuck.decisions), length, l1EveryTurns);
+          const missing = compactionDue(stuck.decidedL1ToSeq, length, l1EveryTurns);
           expect(missing.due).toBe(lastL1 > 0);
           if (lastL1 > 0) expect(missing.dueSeq).toBe(lastL1);
         },
@@ -89,6 +89,16 @@ describe('the due L1 boundary', () => {
     expect(read).toEqual({ plan: state.plan, decidedL1ToSeq: 30 });
     // A plan stored by an older worker: no boundary, core's plan unchanged.
     expect(splitStoredPlan(state.plan!)).toEqual({ plan: state.plan, decidedL1ToSeq: null });
+  });
+
+  it('is read from the worker state', () => {
+    const turns = generateSession(4, { ...ref, turns: 35 });
+    const run = runReference(turns, { policy: definePolicy({ l1EveryTurns: 10 }) });
+    const { state } = applyDecisions(
+      emptySessionState(ref.tenantId, ref.sessionId),
+      run.decisions.map((decision, offset) => ({ offset, decision })),
+    );
+    expect(decidedL1ToSeqOfState(JSON.stringify(state))).toBe(30);
   });
 
   it('is stale only past the bound, with the time it became due', () => {

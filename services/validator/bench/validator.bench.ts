@@ -18,7 +18,10 @@ import {
   definePolicy,
   foldTurns,
   generateSession,
+  foldDecisions,
+  isVerdict,
   markerEmitted,
+  markerInvalid,
   runReference,
   summarizeStrict,
   summaryQuery,
@@ -30,7 +33,7 @@ import { Bus, decodeRecord, provisionTopics, topicNames, type TopicNames } from 
 import { FrameStore, Projection } from '@tidemark/state';
 import { createLogger, parseConfig, Registry } from '@tidemark/service';
 import { Redis } from 'ioredis';
-import { decideBatch, isVerdict } from '../src/index.js';
+import { decideBatch } from '../src/index.js';
 import { validatorConfigSchema } from '../src/config.js';
 import { validatorMetrics } from '../src/metrics.js';
 import { createValidator } from '../src/validator.js';
@@ -269,8 +272,16 @@ async function checkBench(prior: number): Promise<CheckBench> {
   const baseline = {
     tenantId: 'bench',
     sessionId: `history-${prior}`,
-    frame: { nodeId: previous.compactionId, depth: 1, generation: 1 },
-    trusted: [markerEmitted(previous)],
+    // The node's marker invalid and its repair asked for: every candidate below is that repair, due.
+    state: foldDecisions([
+      markerEmitted(previous),
+      markerInvalid(
+        node,
+        [{ condition: 'closure', ids: ['bench'], detail: 'bench: a repair is due' }],
+        { markerId: null, compactionId: null, toSeq: 0, l0Partition: 0, l0Offset: null },
+        'check',
+      ),
+    ]),
     published: Array.from({ length: Math.floor(prior / 40) }, (_, i) => `history-compaction-${i}`),
   };
   const epoch = `bench-${runId}`;

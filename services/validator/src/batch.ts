@@ -1,9 +1,12 @@
 import {
   boundaryQuery,
+  decide,
+  evolve,
   type BoundaryQuery,
   type CheckOptions,
   type Compaction,
   type MarkerDecision,
+  type SessionFrameState,
   type StateAtBoundary,
 } from '@tidemark/core';
 import {
@@ -14,7 +17,7 @@ import {
   type SessionRef,
 } from '@tidemark/state';
 import type { Logger } from '@tidemark/service';
-import { decideCompaction, missingState, type FrameState } from './decide.js';
+import { missingState } from './decide.js';
 import type { ValidatorMetrics, WaitResult } from './metrics.js';
 
 // One fetched batch of compactions (one partition, offset order) becomes its decisions:
@@ -22,7 +25,7 @@ import type { ValidatorMetrics, WaitResult } from './metrics.js';
 //   2. read every session's watermark and the state at every boundary, together (pipelined by the
 //      client into one round trip); sessions whose boundaries are not all covered then wait, bounded,
 //      until their watermark covers the furthest boundary the batch needs, and are read again
-//   4. decide in order, session by session (pure core)
+//   4. decide in order, session by session (core's session decider: decide, then evolve)
 //   5. record the decisions and new frames, write-ahead (1 round trip)
 //   6. publish them, in order, in one send; 7. confirm them published (1 round trip)
 // and then the consumer commits the batch's offsets. A crash before 5 decides again from the same
@@ -260,34 +263,30 @@ async function decideSessions(
   // 4. Decide in order per session, then one write per session.
   for (const [key, inputs] of toDecide) {
     const session = loaded.get(key)!;
-    let state: FrameState = { frame: session.frame.frame, trusted: session.frame.trusted };
+    let state: SessionFrameState = session.frame.state;
     const decided: FrameWrite['decided'][number][] = [];
     for (const { node } of inputs) {
-      const step = decideCompaction(state, node, states.get(node.compactionId)!, deps.check);
-      byCompaction.set(node.compactionId, step.decisions);
-      decided.push({ compactionId: node.compactionId, decisions: step.decisions });
-      state = step.next;
-      const verdict = step.decisions.at(-1)!;
+      const check = deps.check === undefined ? {} : { options: deps.check };
+      const decisions = decide({ node, state: states.get(node.compactionId)!, ...check }, state);
+      state = decisions.reduce(evolve, state);
+      // Recorded even when empty (a repair no verdict asked for, a node decided already): its
+      // redelivery is then answered from the store.
+      byCompaction.set(node.compactionId, decisions);
+      decided.push({ compactionId: node.compactionId, decisions });
+      const verdict = decisions.at(-1);
       deps.logger.debug(
         {
           session: key,
           compactionId: node.compactionId,
-          verdict: verdict.type,
-          conditions: verdict.type === 'marker_invalid' ? verdict.violations.map((v) => v.condition) : [],
-          depthInvalidations: step.decisions.length - 1,
+          verdict: verdict?.type ?? 'none',
+          conditions: verdict?.type === 'marker_invalid' ? verdict.violations.map((v) => v.condition) : [],
+          depthInvalidations: Math.max(0, decisions.length - 1),
         },
         'compaction decided',
       );
     }
     const { tenantId, sessionId } = sessions.get(key)!;
-    writes.push({
-      tenantId,
-      sessionId,
-      guard: session.frame.guard,
-      frame: state.frame,
-      trusted: state.trusted,
-      decided,
-    });
+    writes.push({ tenantId, sessionId, guard: session.frame.guard, state, decided });
   }
   return { byCompaction, writes };
 }

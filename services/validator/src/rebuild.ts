@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { MarkerDecision } from '@tidemark/core';
+import { foldDecisions, isVerdict, type MarkerDecision } from '@tidemark/core';
 import type { Bus } from '@tidemark/contract';
 import { sessionKeyOf, type FrameStore, type RestoredSession } from '@tidemark/state';
 import type { Logger } from '@tidemark/service';
-import { emptyFrameState, isVerdict, replayDecisions } from './decide.js';
 
 // Rebuilding the frame store when Redis lost it (or on the very first start): the markers topic is the
-// validator's own log, and every frame state is a fold of a session's decisions in log order (see
-// decide.ts `replayDecisions`). One validator rebuilds under a lock; the others wait for the new epoch.
+// validator's own log, and every frame state is a fold of a session's decisions in log order (core's
+// session decider, `evolve`). One validator rebuilds under a lock; the others wait for the new epoch.
 // While the store has no epoch nobody decides: a batch that finds it missing waits here, and its
 // offsets are not committed until its decisions are published.
 
@@ -30,12 +29,10 @@ export function restoredSessions(decisions: readonly MarkerDecision[]): Restored
   }
   return [...bySession.values()].map((list) => {
     const { tenantId, sessionId } = list[0]!;
-    const state = replayDecisions(emptyFrameState, list);
     return {
       tenantId,
       sessionId,
-      frame: state.frame,
-      trusted: state.trusted,
+      state: foldDecisions(list),
       published: [...new Set(list.filter(isVerdict).map((d) => d.compactionId))],
     };
   });

@@ -7,11 +7,15 @@ import {
   type MarkerDecision,
   type ReferenceRun,
   type TurnEvent,
+  decide,
+  evolve,
+  initialState,
+  isVerdict,
 } from '@tidemark/core';
 import { FrameStore, sessionKeyOf } from '@tidemark/state';
 import { createLogger, Registry } from '@tidemark/service';
 import { describe, expect, it } from 'vitest';
-import { decideBatch, decideCompaction, emptyFrameState, isVerdict, type FrameState } from '../src/index.js';
+import { decideBatch } from '../src/index.js';
 import { validatorMetrics } from '../src/metrics.js';
 import { harness, lines, type Harness } from './harness.js';
 
@@ -240,12 +244,12 @@ function replayWith(
     state: ReturnType<ReferenceRun['fold']['stateAt']>,
   ) => ReturnType<ReferenceRun['fold']['stateAt']>,
 ): MarkerDecision[] {
-  let state: FrameState = emptyFrameState;
+  let state = initialState;
   const out: MarkerDecision[] = [];
   for (const node of run.compactions) {
-    const step = decideCompaction(state, node, alter(node, run.fold.stateAt(boundaryQuery(node))));
-    out.push(...step.decisions);
-    state = step.next;
+    const decisions = decide({ node, state: alter(node, run.fold.stateAt(boundaryQuery(node))) }, state);
+    out.push(...decisions);
+    state = decisions.reduce(evolve, state);
   }
   return out;
 }

@@ -1,8 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { definePolicy, generateSession, runReference } from '@tidemark/core';
+import { definePolicy, generateSession, runReference, isVerdict } from '@tidemark/core';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { isVerdict } from '../src/index.js';
 import { harness, lines, type Harness } from './harness.js';
 
 // The validator as a process (src/main.ts): health, readiness and metrics over HTTP; SIGKILL in the

@@ -1,9 +1,9 @@
-import { definePolicy, generateSession, runReference, trustedMarkers } from '@tidemark/core';
+import { definePolicy, generateSession, isVerdict, runReference } from '@tidemark/core';
 import { describe, expect, it } from 'vitest';
 import { restoredSessions } from '../src/index.js';
 
-// The frame store rebuilt from the markers topic: each session's frame, trusted markers and published
-// compactions, from its decisions in log order (sessions interleaved as a partition has them).
+// The frame store rebuilt from the markers topic: each session's decider state and decided compactions,
+// from its decisions in log order (sessions interleaved as a partition has them).
 
 describe('restoring the frame store from the markers topic', () => {
   it('gives every session the frame and trust of its run, and every compaction as published', () => {
@@ -21,9 +21,12 @@ describe('restoring the frame store from the markers topic', () => {
     expect(restored.map((s) => s.sessionId)).toEqual(['s-1', 's-2', 's-3']);
     restored.forEach((session, i) => {
       const run = runs[i]!;
-      expect(session.frame).toEqual(run.frame);
-      expect(session.trusted).toEqual(trustedMarkers(run.decisions));
-      expect([...session.published].sort()).toEqual(run.compactions.map((c) => c.compactionId).sort());
+      expect(session.state).toEqual(run.state);
+      const decided = new Set(run.decisions.filter(isVerdict).map((d) => d.compactionId));
+      // Every compaction with a verdict; only a strict repair no verdict asked for has none.
+      const undecided = run.compactions.filter((c) => !decided.has(c.compactionId));
+      expect(undecided.every((c) => c.repairOf !== null)).toBe(true);
+      expect([...session.published].sort()).toEqual([...decided].sort());
     });
   });
 });
