@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import avro from 'avsc';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -14,7 +15,7 @@ import {
   type RecordName,
 } from '@tidemark/contract';
 import { lookupFor } from '../src/registry.js';
-import { fromJson, readVector, toJson, vectors } from './vectors.js';
+import { fromJson, readVector, toJson, vectors, vectorsDir } from './vectors.js';
 
 describe('the wire-format vectors in schemas/vectors', () => {
   for (const { name, record, value } of vectors) {
@@ -27,6 +28,18 @@ describe('the wire-format vectors in schemas/vectors', () => {
       expect(decodeBody(record, bin)).toStrictEqual(fromFile);
     });
   }
+
+  it('reads a TurnEvent written before `original` existed, with the schema it was written with (BACKWARD)', () => {
+    const writer = typeOf(JSON.parse(readFileSync(`${vectorsDir}turn-event-v1.avsc`, 'utf8')) as never);
+    const reader = localType('TurnEvent');
+    const bin = readFileSync(`${vectorsDir}turn-event-v1.bin`);
+    const decoded = reader.fromBuffer(bin, reader.createResolver(writer)) as TurnEvent;
+    const current = vectors.find((v) => v.name === 'turn-event')!.value as TurnEvent;
+    expect(decoded).toStrictEqual(fromJson(toJson({ ...current, original: null })));
+    // A value without `original` (a runtime built before it) encodes as if it were null.
+    const { original: _original, ...withoutOriginal } = current;
+    expect(encodeBody('TurnEvent', withoutOriginal).equals(encodeBody('TurnEvent', current))).toBe(true);
+  });
 
   it('covers every change type in the turn and every record', () => {
     const turn = vectors.find((v) => v.name === 'turn-event')?.value as TurnEvent;

@@ -1,10 +1,11 @@
+import { readFileSync } from 'node:fs';
 import { COMPATIBILITY, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { describe, expect, it } from 'vitest';
 import type { TurnEvent } from '@tidemark/core';
 import { frame, rawSchemaOf, sessionKey, subjectOf, typeOf, type DecodedRecord } from '@tidemark/contract';
 import { kafkaClient, schemaRegistry, uniqueName } from '@tidemark/test-infra';
 import { connectBus, eventually, isolatedTopics } from './helpers.js';
-import { vectors } from './vectors.js';
+import { vectors, vectorsDir } from './vectors.js';
 
 // Schema evolution against the real registry: subjects are BACKWARD compatible, so a reader on the new
 // schema can read everything written with the old one. Throwaway subjects keep the real ones untouched.
@@ -41,6 +42,14 @@ describe('schema evolution', () => {
     const required = turnSchema();
     required.fields.push({ name: 'runtime', type: 'string', doc: 'A new field without a default.' });
     await expect(register(subject, required)).rejects.toMatchObject({ status: 409 });
+  });
+
+  it('accepts TurnEvent with `original` over the schema before it (the registry checks BACKWARD)', async () => {
+    const subject = `${uniqueName('evolution')}-tidemark.v1.TurnEvent`;
+    const before = JSON.parse(readFileSync(`${vectorsDir}turn-event-v1.avsc`, 'utf8')) as object;
+    const v1 = await register(subject, before);
+    const current = await register(subject, turnSchema());
+    expect(current.id).not.toBe(v1.id);
   });
 
   it('reads a record written with a newer compatible schema as the core type', async () => {

@@ -72,6 +72,34 @@ const turn: TurnEvent = {
     },
     { type: 'artifact_recorded', path: 'migrations/002_tmp.sql', action: 'deleted', digest: null },
   ],
+  original: null,
+};
+
+/** A turn converted from a provider transcript (@tidemark/adapters): the original message kept. */
+const convertedTurn: TurnEvent = {
+  tenantId: 'acme',
+  sessionId: 'migration-42',
+  seq: 313,
+  turnId: 'openai-chat:call_7:313',
+  timestamp: 1_793_000_000_500,
+  role: 'assistant',
+  content: 'run_migration({"dryRun":false})',
+  tokenCount: 9,
+  changes: [
+    {
+      type: 'item_opened',
+      itemId: 'call_8',
+      kind: 'tool_call',
+      name: 'run_migration',
+      detail: '{"dryRun":false}',
+      handle: null,
+      logPath: null,
+    },
+  ],
+  original: {
+    format: 'openai-chat',
+    json: '{"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{\\"dryRun\\":false}","name":"run_migration"},"id":"call_8","type":"function"}]}',
+  },
 };
 
 const compaction: Compaction = {
@@ -168,6 +196,7 @@ const deadLetter: DeadLetter = {
 
 export const vectors: readonly Vector[] = [
   { name: 'turn-event', record: 'TurnEvent', value: turn },
+  { name: 'turn-event-original', record: 'TurnEvent', value: convertedTurn },
   { name: 'compaction', record: 'Compaction', value: compaction },
   { name: 'marker-emitted', record: 'MarkerEmitted', value: emitted },
   { name: 'marker-invalid', record: 'MarkerInvalid', value: invalid },

@@ -245,6 +245,7 @@ export function generateSession(seed: number, options: SessionGeneratorOptions =
       content,
       tokenCount: estimateTokens(content),
       changes,
+      original: null,
     });
   }
   return turns;

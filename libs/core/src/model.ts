@@ -21,6 +21,7 @@ import type {
   MarkerCandidate,
   MarkerEmitted,
   MarkerInvalid,
+  OriginalMessage,
   RawCheckpoint,
   ResolvedClaim,
   TurnEvent,
@@ -51,6 +52,7 @@ export type {
   MarkerCandidate,
   MarkerEmitted,
   MarkerInvalid,
+  OriginalMessage,
   RawCheckpoint,
   ResolvedClaim,
   TurnEvent,
@@ -290,6 +292,8 @@ export type ResumePlan =
 export interface ResumeMessage {
   readonly role: TurnRole;
   readonly content: string;
+  /** A raw turn's provider message, when it was converted from a transcript (@tidemark/adapters). */
+  readonly original?: OriginalMessage;
 }
 
 /** The context an agent resumes with, assembled canonically: the same plan always gives the same bytes. */

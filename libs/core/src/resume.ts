@@ -48,7 +48,13 @@ export function buildResumeContext(input: {
     ].join('\n\n');
     messages.push({ role: 'system', content });
   }
-  for (const turn of turns) messages.push({ role: turn.role, content: turn.content });
+  for (const turn of turns) {
+    const { role, content, original } = turn;
+    // Absent rather than null: a context of turns written as TurnEvents keeps its bytes.
+    messages.push(
+      original === null || original === undefined ? { role, content } : { role, content, original },
+    );
+  }
   // The mode is left out: the same node and turns are the same context whichever way it was reached.
   const canonical = canonicalJson({
     kind: 'tidemark.resume-context',

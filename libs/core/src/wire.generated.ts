@@ -426,6 +426,11 @@ export interface TurnEvent {
    * rest of the turn still applies.
    */
   readonly changes: readonly (ItemOpened | ItemClosed | ItemDisposed | ArtifactRecorded)[];
+  /**
+   * The provider message the turn was converted from (by @tidemark/adapters); null for a turn
+   * written as a TurnEvent. Informational: no decision and no id depends on it.
+   */
+  readonly original: OriginalMessage | null;
 }
 
 /** Who produced a turn, as in chat-completion messages. */
@@ -526,4 +531,18 @@ export interface ArtifactRecorded {
    * deleted.
    */
   readonly digest: string | null;
+}
+
+/**
+ * The message a turn was converted from, as the runtime's provider format had it, so that a resume
+ * can give it back in that format.
+ */
+export interface OriginalMessage {
+  /** The transcript format: openai-chat, openai-responses, anthropic or claude-code. */
+  readonly format: string;
+  /**
+   * The message (a chat message, a Responses input item list, a Messages message, a Claude Code
+   * line) as canonical JSON.
+   */
+  readonly json: string;
 }

@@ -163,6 +163,7 @@ function interpret(
       content: `turn ${seq} by ${role} with ${changes.length} change(s)`,
       tokenCount: 8,
       changes,
+      original: null,
     };
   });
 }

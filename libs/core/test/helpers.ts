@@ -33,6 +33,7 @@ export function turn(seq: number, role: TurnRole, content: string, changes: Stat
     content,
     tokenCount: Math.ceil(content.length / 4),
     changes,
+    original: null,
   };
 }
 

@@ -128,6 +128,7 @@ function expandTurns(transcript: Transcript, sessionId: string): TurnEvent[] {
       content,
       tokenCount: estimateTokens(content),
       changes,
+      original: null,
     });
   };
   for (const item of transcript.turns) {

@@ -179,6 +179,7 @@ export function turnOf(
     content,
     tokenCount: Math.ceil(content.length / 4),
     changes,
+    original: null,
   });
 }
 
