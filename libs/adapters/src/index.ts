@@ -15,3 +15,11 @@ export {
   type Skipped,
 } from './types.js';
 export { argumentsDetail, contentDigest, TurnBuilder } from './turns.js';
+export { ClaudeCodeConverter, fromClaudeCode, parseClaudeCodeLine, subprocessItemId } from './claude-code.js';
+export { contextIn, convertTranscript, problemsIn, TranscriptError } from './formats.js';
+export { fromAnthropic, toAnthropic, type AnthropicBody, type AnthropicTranscript } from './anthropic.js';
+export { checkAnthropic, type AnthropicBodyShape } from './check-anthropic.js';
+export { fromOpenAIChat, toOpenAIChat } from './openai-chat.js';
+export { checkOpenAIChat, checkOpenAIChatMessage } from './check-openai-chat.js';
+export { fromOpenAIResponses, toOpenAIResponses, type OpenAIResponsesBody } from './openai-responses.js';
+export { checkOpenAIResponses, type ResponsesCheckOptions } from './check-openai-responses.js';

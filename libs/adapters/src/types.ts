@@ -38,5 +38,5 @@ export interface Conversion {
   readonly skipped: readonly Skipped[];
 }
 
-/** What `to<Format>` takes: a resume context as core `buildResumeContext` assembles it. */
-export type Context = ResumeContext;
+/** What `to<Format>` reads of a resume context (core `buildResumeContext`'s, or a resume result's). */
+export type Context = Pick<ResumeContext, 'messages'>;

@@ -2,16 +2,21 @@ import { replayCommand } from '@tidemark/compactor';
 import { definePolicy, type Policy } from '@tidemark/core';
 import {
   createResumeClient,
+  inFormat,
   policiesOf,
+  resumeFormats,
   resumeConfigSchema,
+  type ResumeFormat,
   type ResumeLibraryClient,
 } from '@tidemark/resume';
 import { sessionKey, type Bus } from '@tidemark/contract';
 import { loadScenarios, type ScenarioSession } from '@tidemark/scenarios';
 import { commonConfig, createLogger, logRedisOutages, parseConfig, z } from '@tidemark/service';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { Redis } from 'ioredis';
+import { inputFormats, type InputFormat } from '@tidemark/adapters';
 import { runDemo, policyOverridesOf } from './demo.js';
+import { ingest, IngestError } from './ingest.js';
 import { runFallbackReport, formatFallbackReport } from './fallback.js';
 import { formatSessionReport } from './format.js';
 import { Journal } from './journal.js';
@@ -180,9 +185,16 @@ function inspectCommand(env: Env): Command {
 
 function resumeCommand(env: Env): Command {
   return new Command('resume')
-    .description('Print the context a session resumes with (mode, marker, messages, contextHash) as JSON.')
+    .description(
+      'Print the context a session resumes with (mode, marker, messages, contextHash) as JSON; with --format, the request body part a provider accepts instead of the messages.',
+    )
     .argument('<tenant/session>', 'the session, e.g. acme/migration-strict', sessionArgument)
-    .action((ref: SessionRef) =>
+    .addOption(
+      new Option('--format <format>', 'tidemark, or a provider format')
+        .choices(resumeFormats)
+        .default('tidemark'),
+    )
+    .action((ref: SessionRef, flags: { format: ResumeFormat }) =>
       withResumeClient(env, async (_bus, client) => {
         const outcome = await client.resume(ref.tenantId, ref.sessionId);
         if (!outcome.ok) {
@@ -190,9 +202,41 @@ function resumeCommand(env: Env): Command {
           process.exitCode = outcome.code === 'session_not_found' ? 2 : 3;
           return;
         }
-        write(JSON.stringify(outcome.result, null, 2));
+        write(JSON.stringify(inFormat(outcome.result, flags.format), null, 2));
       }),
     );
+}
+
+function ingestCommand(env: Env): Command {
+  return new Command('ingest')
+    .description(
+      "Convert an agent runtime's transcript to turns and publish them to turns.l0. Running it again publishes nothing new; --follow tails a growing JSONL file (a Claude Code session being written).",
+    )
+    .argument('<file>', 'the transcript file')
+    .requiredOption('--session <tenant/session>', 'the session the turns belong to', sessionArgument)
+    .addOption(
+      new Option('--format <format>', 'the transcript format').choices(inputFormats).makeOptionMandatory(),
+    )
+    .option('--follow', 'keep reading the file as it grows (JSONL), until Ctrl-C', false)
+    .action(async (file: string, flags: { session: SessionRef; format: InputFormat; follow: boolean }) => {
+      try {
+        const result = await ingest({
+          env,
+          file,
+          format: flags.format,
+          ...flags.session,
+          follow: flags.follow,
+        });
+        note(
+          `${file}: ${result.turns} turns, ${result.published} published, ${result.already} already applied` +
+            (result.skipped > 0 ? `, ${result.skipped} transcript part(s) not understood and skipped` : ''),
+        );
+      } catch (error) {
+        if (!(error instanceof IngestError)) throw error;
+        note(error.message);
+        process.exitCode = 1;
+      }
+    });
 }
 
 function reportCommand(env: Env): Command {
@@ -265,6 +309,7 @@ export function tidemarkProgram(env: Env = process.env): Command {
     .addCommand(replayCommand(env))
     .addCommand(inspectCommand(env))
     .addCommand(resumeCommand(env))
+    .addCommand(ingestCommand(env))
     .addCommand(reportCommand(env))
     .hook('preAction', () => preflight(env))
     .showHelpAfterError();

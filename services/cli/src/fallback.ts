@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { outputFormats, problemsIn } from '@tidemark/adapters';
 import { createPublisher, sessionKey } from '@tidemark/contract';
+import { inFormat, type ProviderResume } from '@tidemark/resume';
 import type { MarkerInvalid, Policy } from '@tidemark/core';
 import {
   fallbackFigures,
@@ -31,6 +33,8 @@ export interface FallbackRow {
   readonly figures: FallbackFigures;
   /** Sessions whose live outcome differed from the core reference. */
   readonly mismatches: number;
+  /** Resumes given back in each provider format and run through its validity checker, and how many failed. */
+  readonly providerChecks: { readonly checked: number; readonly invalid: number };
 }
 
 export interface FallbackReport {
@@ -93,6 +97,7 @@ export async function runFallbackReport(options: FallbackReportOptions): Promise
     for (const tenant of sessions) {
       const observations = [];
       let mismatches = 0;
+      const providerChecks = { checked: 0, invalid: 0 };
       let done = 0;
       for (const turns of tenant.sessions) {
         const settled = await settle(
@@ -119,6 +124,15 @@ export async function runFallbackReport(options: FallbackReportOptions): Promise
               d.type === 'marker_invalid' && d.cause === 'check' && firstAttempts.has(d.compactionId),
           );
           const depthOnly = (d: MarkerInvalid) => d.violations.every((v) => v.condition === 'depth');
+          for (const format of outputFormats) {
+            providerChecks.checked += 1;
+            const { body } = inFormat(settled.resume.result, format) as ProviderResume;
+            const problems = problemsIn(format, body);
+            if (problems.length > 0) {
+              providerChecks.invalid += 1;
+              say(`${format} resume of ${sessionIdOf(turns)} is not valid: ${problems.join('; ')}`);
+            }
+          }
           observations.push({
             sessionId: sessionIdOf(turns),
             plan: settled.resume.context.plan,
@@ -135,7 +149,12 @@ export async function runFallbackReport(options: FallbackReportOptions): Promise
           say(`${tenant.policy.summarizer}: ${done}/${tenant.sessions.length} sessions settled`);
         }
       }
-      rows.push({ summarizer: tenant.policy.summarizer, figures: fallbackFigures(observations), mismatches });
+      rows.push({
+        summarizer: tenant.policy.summarizer,
+        figures: fallbackFigures(observations),
+        mismatches,
+        providerChecks,
+      });
     }
     await journal.close();
     return {
@@ -161,16 +180,17 @@ export function formatFallbackReport(report: FallbackReport, command: string): s
   const lines = [
     `Fallback report — ${w.sessions ?? 50} sessions × ${w.turns ?? 200} turns per summarizer, max repairs ${report.maxRepairs}, rates ${JSON.stringify(w.rates ?? {})}`,
     '',
-    '| summarizer | sessions | markers | lossy at first check | below the frame at first check | digest resumes | raw fallbacks | fallback rate | divergent sessions | differs from reference |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| summarizer | sessions | markers | lossy at first check | below the frame at first check | digest resumes | raw fallbacks | fallback rate | divergent sessions | differs from reference | provider resumes checked | invalid |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...report.rows.map(
-      ({ summarizer, figures: f, mismatches }) =>
-        `| ${summarizer} | ${f.sessions} | ${f.markers} | ${percent(f.lossyRate)} | ${percent(f.belowFrameRate)} | ${f.digestResumes} | ${f.rawResumes} | ${percent(f.fallbackRate)} | ${f.divergentSessions} | ${mismatches} |`,
+      ({ summarizer, figures: f, mismatches, providerChecks: p }) =>
+        `| ${summarizer} | ${f.sessions} | ${f.markers} | ${percent(f.lossyRate)} | ${percent(f.belowFrameRate)} | ${f.digestResumes} | ${f.rawResumes} | ${percent(f.fallbackRate)} | ${f.divergentSessions} | ${mismatches} | ${p.checked} | ${p.invalid} |`,
     ),
     '',
     'lossy: the summary lost or falsified state (closure, retention, artifacts); below the frame: valid content, but a digest had',
     'already moved the frame above it (depth). Raw fallback: the newest marker at the frame depth is not trusted, so the session',
     'resumes from the raw checkpoint. Divergent: two resumes of one session gave different contextHashes (must be 0).',
+    `Provider resumes: each session's resume in ${outputFormats.join(', ')}, run through that format's validity checker (invalid must be 0).`,
     '',
     `(${report.seconds.toFixed(1)} s; command: pnpm tidemark ${command})`,
   ];

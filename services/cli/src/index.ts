@@ -19,3 +19,4 @@ export {
   type FallbackReport,
   type FallbackRow,
 } from './fallback.js';
+export { ingest, IngestError, type IngestOptions, type IngestResult } from './ingest.js';

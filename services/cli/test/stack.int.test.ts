@@ -1,4 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, inject, it, onTestFinished } from 'vitest';
 import { dropDeployment } from '../src/index.js';
 import { unreachableParts } from '../src/preflight.js';
@@ -42,6 +46,33 @@ describe('the preflight on the real stack', () => {
     expect(result.stderr).not.toContain('cannot reach');
     expect([2, 3]).toContain(result.code);
     expect(result.stdout).toBe('');
+  }, 60_000);
+
+  it('ingests a transcript file with one line of account, and names the line of a broken JSONL file', async () => {
+    const run = randomUUID().slice(0, 8);
+    const env = { ...stack(), TOPIC_PREFIX: `cli-${run}.`, REDIS_PREFIX: `cli-${run}:` };
+    onTestFinished(() => dropDeployment(env));
+    const fixture = fileURLToPath(
+      new URL('../../../test/fixtures/transcripts/anthropic.json', import.meta.url),
+    );
+    const ok = await tidemark(
+      ['ingest', fixture, '--format', 'anthropic', '--session', 'acme/cli-ingest'],
+      env,
+      60_000,
+    );
+    expect(ok.code).toBe(0);
+    expect(ok.stderr).toMatch(/anthropic\.json: 25 turns, 25 published, 0 already applied/);
+
+    const dir = await mkdtemp(join(tmpdir(), 'tidemark-cli-'));
+    const broken = join(dir, 'session.jsonl');
+    await writeFile(broken, '{"type":"summary","summary":"x","leafUuid":"u"}\n{oops\n');
+    const bad = await tidemark(
+      ['ingest', broken, '--format', 'claude-code', '--session', 'acme/cli-broken'],
+      env,
+      60_000,
+    );
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain(`${broken}:2: line 2: not valid JSON`);
   }, 60_000);
 
   it(

@@ -36,6 +36,7 @@ describe('a tidemark command when the stack cannot be reached', () => {
     ['resume', ['resume', 'acme/x']],
     ['inspect', ['inspect', 'acme/x']],
     ['replay', ['replay']],
+    ['ingest', ['ingest', 'x.json', '--format', 'openai-chat', '--session', 'acme/x']],
     ['report', ['report', '--sessions', '1', '--turns', '5']],
     ['start', ['start', '--no-demo']],
   ])(

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { TokenVerifier } from './auth.js';
 import { ResumeUnavailableError, type ResumeClient, type ResumeRefusal } from './client.js';
+import { inFormat, isResumeFormat, resumeFormats, type ResumeFormat } from './formats.js';
 import openapi from '../openapi.json' with { type: 'json' };
 
 // The resume HTTP API. The tenant is in the path and must be the token's own: a token of tenant A asking
@@ -60,9 +61,13 @@ export function registerResumeRoutes(
     call: (
       tenantId: string,
       sessionId: string,
+      format: ResumeFormat,
     ) => Promise<{ ok: true; body: T } | { ok: false; code: ResumeRefusal; message: string }>,
   ) =>
-    http.get<{ Params: { tenantId: string; sessionId: string } }>(path, async (request, reply) => {
+    http.get<{
+      Params: { tenantId: string; sessionId: string };
+      Querystring: { format?: string };
+    }>(path, async (request, reply) => {
       const auth = tokens.authenticate(request.headers.authorization);
       if (!auth.ok) {
         return fail(
@@ -75,8 +80,11 @@ export function registerResumeRoutes(
       if (auth.tenantId !== tenantId)
         return fail(reply, 'forbidden', "the token may not read this tenant's sessions");
       if (!idPattern.test(sessionId)) return fail(reply, 'bad_request', 'the session id is not valid');
+      const format = request.query.format ?? 'tidemark';
+      if (!isResumeFormat(format))
+        return fail(reply, 'bad_request', `format must be one of ${resumeFormats.join(', ')}`);
       try {
-        const outcome = await call(tenantId, sessionId);
+        const outcome = await call(tenantId, sessionId, format);
         if (!outcome.ok) return fail(reply, outcome.code, outcome.message);
         return reply.code(200).send(outcome.body);
       } catch (error) {
@@ -95,9 +103,9 @@ export function registerResumeRoutes(
       }
     });
 
-  sessionRoute('/v1/sessions/:tenantId/:sessionId/resume', 'resume', async (tenantId, sessionId) => {
+  sessionRoute('/v1/sessions/:tenantId/:sessionId/resume', 'resume', async (tenantId, sessionId, format) => {
     const outcome = await client.resume(tenantId, sessionId);
-    return outcome.ok ? { ok: true, body: outcome.result } : outcome;
+    return outcome.ok ? { ok: true, body: inFormat(outcome.result, format) } : outcome;
   });
 
   // The session's plan, watermark, next due compaction and staleness: what an operator (or a runtime

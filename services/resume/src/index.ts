@@ -16,3 +16,10 @@ export { type CompactionDue, type Staleness } from './stale.js';
 export { policiesOf, resumeConfigSchema, type ResumeConfig } from './config.js';
 export { hashToken, parseTokenList, readTokenFile, TokenVerifier, type TokenEntry } from './auth.js';
 export { ResumeWorker } from './worker.js';
+export {
+  inFormat,
+  isResumeFormat,
+  resumeFormats,
+  type ProviderResume,
+  type ResumeFormat,
+} from './formats.js';

@@ -112,6 +112,43 @@ describe('the resume routes', () => {
     expect(asked).toBe(1);
   });
 
+  it('gives the context in a provider format on ?format=, and refuses an unknown one with 400 before the client', async () => {
+    const withTurns: ResumeOutcome = {
+      ...ok,
+      result: {
+        ...ok.result,
+        rawToSeq: 2,
+        messages: [
+          { role: 'user', content: 'Migrate the users table.' },
+          { role: 'assistant', content: 'On it.' },
+        ],
+      },
+    };
+    let asked = 0;
+    const get = app(() => {
+      asked++;
+      return Promise.resolve(withTurns);
+    });
+    const anthropic = await get('/v1/sessions/tenant-a/s/resume?format=anthropic');
+    expect(anthropic.statusCode).toBe(200);
+    const body = anthropic.json<{
+      format: string;
+      body: { messages: unknown[] };
+      contextHash: string;
+      messages?: unknown;
+    }>();
+    expect(body.format).toBe('anthropic');
+    expect(body.body.messages).toHaveLength(2);
+    expect(body.messages).toBeUndefined();
+    expect(body.contextHash).not.toBe('h');
+    expect((await get('/v1/sessions/tenant-a/s/resume?format=tidemark')).json()).toEqual(withTurns.result);
+    expect(asked).toBe(2);
+    const unknown = await get('/v1/sessions/tenant-a/s/resume?format=gemini');
+    expect(unknown.statusCode).toBe(400);
+    expect(unknown.json<{ code: string }>().code).toBe('bad_request');
+    expect(asked).toBe(2);
+  });
+
   it('serves its OpenAPI document', async () => {
     const response = await app(() => Promise.resolve(ok))('/openapi.json', null);
     expect(response.statusCode).toBe(200);
