@@ -17,3 +17,12 @@ export {
   type ResumeObservation,
   type WorkloadOptions,
 } from './workload.js';
+export {
+  answerProbe,
+  compressionOf,
+  probeClasses,
+  probeQuestions,
+  type ProbeClass,
+  type ProbeQuestion,
+  type ProbeResult,
+} from './probe.js';

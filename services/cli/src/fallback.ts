@@ -4,8 +4,14 @@ import { createPublisher, sessionKey } from '@tidemark/contract';
 import { inFormat, type ProviderResume } from '@tidemark/resume';
 import type { MarkerInvalid, Policy } from '@tidemark/core';
 import {
+  answerProbe,
+  compressionOf,
   fallbackFigures,
   generateWorkload,
+  probeClasses,
+  probeQuestions,
+  type ProbeClass,
+  type ProbeResult,
   type FallbackFigures,
   type WorkloadOptions,
 } from '@tidemark/scenarios';
@@ -35,6 +41,19 @@ export interface FallbackRow {
   readonly mismatches: number;
   /** Resumes given back in each provider format and run through its validity checker, and how many failed. */
   readonly providerChecks: { readonly checked: number; readonly invalid: number };
+  /** The probe over every session's resume context: questions from the raw log, answered from the context. */
+  readonly probe: ProbeTotals;
+}
+
+/** Probe questions asked and answered over a summarizer's sessions, per class, and the compression. */
+export interface ProbeTotals {
+  readonly asked: number;
+  readonly answered: number;
+  readonly byClass: Readonly<Record<ProbeClass, { readonly asked: number; readonly answered: number }>>;
+  /** Mean over the sessions resumed from a node: digest tokens ÷ the raw tokens it stands for. */
+  readonly compression: number | null;
+  /** Sessions whose digest covers too few turns for a compression of 0.25 (a node smaller than 4 × its budget). */
+  readonly shortSessions: number;
 }
 
 export interface FallbackReport {
@@ -98,6 +117,8 @@ export async function runFallbackReport(options: FallbackReportOptions): Promise
       const observations = [];
       let mismatches = 0;
       const providerChecks = { checked: 0, invalid: 0 };
+      const probes: ProbeResult[] = [];
+      const compressions: number[] = [];
       let done = 0;
       for (const turns of tenant.sessions) {
         const settled = await settle(
@@ -124,6 +145,15 @@ export async function runFallbackReport(options: FallbackReportOptions): Promise
               d.type === 'marker_invalid' && d.cause === 'check' && firstAttempts.has(d.compactionId),
           );
           const depthOnly = (d: MarkerInvalid) => d.violations.every((v) => v.condition === 'depth');
+          const { result } = settled.resume;
+          probes.push(answerProbe(probeQuestions(turns), result.messages));
+          const compression = compressionOf(
+            result.messages,
+            turns,
+            result.rawFromSeq,
+            result.nodeId !== null,
+          );
+          if (compression !== null) compressions.push(compression);
           for (const format of outputFormats) {
             providerChecks.checked += 1;
             const { body } = inFormat(settled.resume.result, format) as ProviderResume;
@@ -154,6 +184,7 @@ export async function runFallbackReport(options: FallbackReportOptions): Promise
         figures: fallbackFigures(observations),
         mismatches,
         providerChecks,
+        probe: probeTotals(probes, compressions),
       });
     }
     await journal.close();
@@ -168,6 +199,26 @@ export async function runFallbackReport(options: FallbackReportOptions): Promise
     // The report's topics and keys are its own: leave nothing behind.
     await dropDeployment(env);
   }
+}
+
+function probeTotals(probes: readonly ProbeResult[], compressions: readonly number[]): ProbeTotals {
+  const byClass = Object.fromEntries(
+    probeClasses.map((c) => [
+      c,
+      {
+        asked: probes.reduce((n, p) => n + p.byClass[c].asked, 0),
+        answered: probes.reduce((n, p) => n + p.byClass[c].answered, 0),
+      },
+    ]),
+  ) as ProbeTotals['byClass'];
+  return {
+    asked: probes.reduce((n, p) => n + p.asked, 0),
+    answered: probes.reduce((n, p) => n + p.answered, 0),
+    byClass,
+    compression:
+      compressions.length === 0 ? null : compressions.reduce((a, b) => a + b, 0) / compressions.length,
+    shortSessions: compressions.filter((c) => c > 0.25).length,
+  };
 }
 
 const tenantId = (turns: readonly { tenantId: string }[]): string => turns[0]?.tenantId ?? '';
@@ -191,6 +242,19 @@ export function formatFallbackReport(report: FallbackReport, command: string): s
     'already moved the frame above it (depth). Raw fallback: the newest marker at the frame depth is not trusted, so the session',
     'resumes from the raw checkpoint. Divergent: two resumes of one session gave different contextHashes (must be 0).',
     `Provider resumes: each session's resume in ${outputFormats.join(', ')}, run through that format's validity checker (invalid must be 0).`,
+    '',
+    `| summarizer | probe score | ${probeClasses.join(' | ')} | compression | sessions above 0.25 |`,
+    `| --- | --- | ${probeClasses.map(() => '---').join(' | ')} | --- | --- |`,
+    ...report.rows.map(({ summarizer, probe: p }) => {
+      const share = (asked: number, answered: number) => (asked === 0 ? '–' : `${answered}/${asked}`);
+      const classes = probeClasses.map((c) => share(p.byClass[c].asked, p.byClass[c].answered));
+      const compression = p.compression === null ? '–' : p.compression.toFixed(3);
+      return `| ${summarizer} | ${p.asked === 0 ? '–' : (p.answered / p.asked).toFixed(3)} | ${classes.join(' | ')} | ${compression} | ${p.shortSessions} |`;
+    }),
+    '',
+    "Probe: questions generated from each session's raw log (its goal, files changed and how, what not to retry and why, what is",
+    'still open, constraints in force or superseded), answered from the resume context alone (docs/probe.md); compression: the',
+    'digest part of the context in tokens ÷ the raw turns it stands for (mean over sessions resumed from a node).',
     '',
     `(${report.seconds.toFixed(1)} s; command: pnpm tidemark ${command})`,
   ];

@@ -1,0 +1,140 @@
+import { estimateTokens, foldTurns, type ResumeMessage, type TurnEvent } from '@tidemark/core';
+
+// Can a model work from a resume context? The probe asks what the next step depends on — the goal, each
+// file changed and how, each approach rejected or failed and why, each call or process still open (with
+// its handle), each constraint in force and each one superseded — with questions generated from the raw
+// log's events (never from the summary), and answers each from the context's text alone: a question is
+// answered when every one of its facts appears in the text, after normalizing case and whitespace. The
+// score is the share answered. Limits (docs/probe.md): exact matching rewards stating facts as the log
+// has them, not paraphrase; it checks presence, not that a fact is stated in the right place.
+
+export const probeClasses = ['goal', 'files', 'not_to_retry', 'still_open', 'constraints'] as const;
+export type ProbeClass = (typeof probeClasses)[number];
+
+export interface ProbeQuestion {
+  readonly class: ProbeClass;
+  /** What is asked, for a reader of a miss: the item, key or path. */
+  readonly about: string;
+  /** Every fact that must appear in the context for the question to count as answered. */
+  readonly facts: readonly string[];
+}
+
+export interface ProbeResult {
+  readonly asked: number;
+  readonly answered: number;
+  /** answered ÷ asked; 1 when nothing was asked. */
+  readonly score: number;
+  readonly byClass: Readonly<Record<ProbeClass, { readonly asked: number; readonly answered: number }>>;
+  /** The questions not answered, by class and subject. */
+  readonly missed: readonly string[];
+}
+
+/** The questions a resume of these turns (a whole session, seq 1 on) must answer. */
+export function probeQuestions(turns: readonly TurnEvent[]): ProbeQuestion[] {
+  const first = turns[0];
+  if (first === undefined) return [];
+  const last = turns.at(-1)!.seq;
+  const { fold } = foldTurns(first.tenantId, first.sessionId, turns);
+  const state = fold.stateAt({
+    tenantId: first.tenantId,
+    sessionId: first.sessionId,
+    fromSeq: 1,
+    toSeq: last,
+    itemIds: [],
+    itemKeys: [],
+    paths: [],
+  });
+  const questions: ProbeQuestion[] = [];
+  const request = turns.find((turn) => turn.role === 'user');
+  if (request !== undefined) {
+    questions.push({ class: 'goal', about: `#${request.seq}`, facts: [firstSentence(request.content)] });
+  }
+  for (const artifact of state.artifacts) {
+    questions.push({ class: 'files', about: artifact.path, facts: [artifact.path, artifact.action] });
+  }
+  for (const disposed of state.disposed) {
+    if (disposed.disposition === 'superseded') {
+      // Presented as superseded, never as in force.
+      questions.push({
+        class: 'constraints',
+        about: disposed.itemKey,
+        facts: [disposed.itemKey, 'superseded'],
+      });
+      continue;
+    }
+    questions.push({
+      class: 'not_to_retry',
+      about: disposed.itemKey,
+      facts: [disposed.itemKey, disposed.disposition, disposed.reason],
+    });
+  }
+  for (const item of state.open) {
+    if (item.kind === 'constraint') {
+      questions.push({
+        class: 'constraints',
+        about: item.itemId,
+        facts: [item.name, ...(item.detail === null ? [] : [item.detail])],
+      });
+      continue;
+    }
+    questions.push({
+      class: 'still_open',
+      about: item.itemId,
+      facts: [item.itemId, ...(item.handle === null ? [] : [item.handle])],
+    });
+  }
+  return questions;
+}
+
+/** Answers the questions from the context's text alone. */
+export function answerProbe(
+  questions: readonly ProbeQuestion[],
+  messages: readonly Pick<ResumeMessage, 'content'>[],
+): ProbeResult {
+  const text = normalize(messages.map((m) => m.content).join('\n'));
+  const byClass = Object.fromEntries(probeClasses.map((c) => [c, { asked: 0, answered: 0 }])) as Record<
+    ProbeClass,
+    { asked: number; answered: number }
+  >;
+  const missed: string[] = [];
+  let answered = 0;
+  for (const question of questions) {
+    byClass[question.class].asked += 1;
+    if (question.facts.every((fact) => text.includes(normalize(fact)))) {
+      byClass[question.class].answered += 1;
+      answered += 1;
+    } else {
+      missed.push(`${question.class}: ${question.about}`);
+    }
+  }
+  const asked = questions.length;
+  return { asked, answered, score: asked === 0 ? 1 : answered / asked, byClass, missed };
+}
+
+/**
+ * The digest part of a context (everything before the raw tail: the node's system message) in tokens,
+ * over the tokens of the raw turns that digest stands for (seq 1 up to the tail). Null without a node.
+ */
+export function compressionOf(
+  messages: readonly Pick<ResumeMessage, 'content'>[],
+  turns: readonly TurnEvent[],
+  rawFromSeq: number,
+  hasNode: boolean,
+): number | null {
+  if (!hasNode || messages.length === 0) return null;
+  const covered = turns.filter((turn) => turn.seq < rawFromSeq);
+  const raw = covered.reduce((sum, turn) => sum + estimateTokens(turn.content), 0);
+  return raw === 0 ? null : estimateTokens(messages[0]!.content) / raw;
+}
+
+/** The first sentence of a request (what it asks), or its first 160 characters. */
+function firstSentence(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  const end = flat.search(/[.!?](\s|$)/);
+  const sentence = end >= 0 ? flat.slice(0, end + 1) : flat;
+  return sentence.length <= 160 ? sentence : sentence.slice(0, 160);
+}
+
+function normalize(text: string): string {
+  return text.toLowerCase().replace(/\s+/g, ' ');
+}
