@@ -142,7 +142,8 @@ describe('the session decider', () => {
       }),
       { numRuns: 250 },
     );
-  });
+    // 250 generated workloads: a few seconds alone, more on a machine busy with the integration suite.
+  }, 120_000);
 
   it('decides a strict repair only when the verdict on its node asks for it', () => {
     fc.assert(
@@ -164,5 +165,5 @@ describe('the session decider', () => {
       }),
       { numRuns: 100 },
     );
-  });
+  }, 60_000);
 });

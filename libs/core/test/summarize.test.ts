@@ -155,6 +155,25 @@ describe('the strict summarizer', () => {
     expect(next.narrative).toContain('Earlier (L1, turns 1–5)');
     expect(check(next, frameAt(1), stateFor(turns, next))).toEqual([]);
   });
+
+  it('states the session goal in every node, carried from the prior frame, and how to reach what still runs', () => {
+    const turns = [
+      ...session,
+      turn(9, 'assistant', 'Started the long export in the background.', [
+        { ...opened('proc-7', 'subprocess', 'export --all'), handle: 'pid:4242', logPath: '/tmp/export.log' },
+      ]),
+      ...filler(10, 12),
+    ];
+    const first = l1(turns, 1, 5);
+    expect(first.narrative.split('\n')[1]).toBe('Goal: Make the export reversible.');
+    // No user turn in 6..12: the goal comes from the prior frame, once.
+    const next = l1(turns, 6, 12, { priorFrame: first });
+    expect(next.narrative.split('\n').filter((line) => line.startsWith('Goal: '))).toEqual([
+      'Goal: Make the export reversible.',
+    ]);
+    expect(next.narrative).toContain('proc-7 export --all (handle pid:4242, log /tmp/export.log)');
+    expect(check(next, frameAt(1), stateFor(turns, next))).toEqual([]);
+  });
 });
 
 describe('the narrative summarizer', () => {
