@@ -160,7 +160,7 @@ describe('the strict summarizer', () => {
     const turns = [
       ...session,
       turn(9, 'assistant', 'Started the long export in the background.', [
-        { ...opened('proc-7', 'subprocess', 'export --all'), handle: 'pid:4242', logPath: '/tmp/export.log' },
+        opened('proc-7', 'subprocess', 'export --all'),
       ]),
       ...filler(10, 12),
     ];
@@ -171,7 +171,7 @@ describe('the strict summarizer', () => {
     expect(next.narrative.split('\n').filter((line) => line.startsWith('Goal: '))).toEqual([
       'Goal: Make the export reversible.',
     ]);
-    expect(next.narrative).toContain('proc-7 export --all (handle pid:4242, log /tmp/export.log)');
+    expect(next.narrative).toContain('proc-7 export --all (handle pid-proc-7, log /logs/proc-7.log)');
     expect(check(next, frameAt(1), stateFor(turns, next))).toEqual([]);
   });
 });
