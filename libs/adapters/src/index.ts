@@ -23,3 +23,16 @@ export { fromOpenAIChat, toOpenAIChat } from './openai-chat.js';
 export { checkOpenAIChat, checkOpenAIChatMessage } from './check-openai-chat.js';
 export { fromOpenAIResponses, toOpenAIResponses, type OpenAIResponsesBody } from './openai-responses.js';
 export { checkOpenAIResponses, type ResponsesCheckOptions } from './check-openai-responses.js';
+export {
+  anthropicLedgerTools,
+  ledgerChanges,
+  LedgerError,
+  ledgerToolNames,
+  ledgerTools,
+  ledgerTurnId,
+  openAIChatLedgerTools,
+  openAIResponsesLedgerTools,
+  type JsonSchema,
+  type LedgerTool,
+  type LedgerToolName,
+} from './ledger.js';
