@@ -1,3 +1,4 @@
+import { rawTurnText } from '@tidemark/core';
 import { runDemo, type SessionOutcome } from '@tidemark/cli';
 import { loadScenario } from '@tidemark/scenarios';
 import { createLogger } from '@tidemark/service';
@@ -49,7 +50,7 @@ describe('a lossy digest that is never repaired', () => {
     expect(outcome.resume.context.canonical).not.toContain(distrusted.narrative);
     expect(outcome.resume.context.canonical).not.toContain(distrusted.compactionId);
     expect(outcome.resume.result.messages.map((m) => m.content)).toEqual(
-      outcome.scenario.turns.map((t) => t.content),
+      outcome.scenario.turns.map(rawTurnText),
     );
     expect(outcome.resumeAgain.result.contextHash).toBe(outcome.resume.result.contextHash);
   });

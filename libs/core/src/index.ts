@@ -61,7 +61,7 @@ export {
   type FetchLike,
   type ModelSummarizerConfig,
 } from './summarize/model.js';
-export { stateBlock } from './summarize/render.js';
+export { rawTurnText, stateBlock } from './summarize/render.js';
 
 export { defaultPolicy, definePolicy, planNext, priorNodeOf } from './plan.js';
 export { parsePolicyOverrides, policiesFrom, type Policies } from './policies.js';

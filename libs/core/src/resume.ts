@@ -2,7 +2,7 @@ import { canonicalJson } from './canonical.js';
 import { invalidInput } from './errors.js';
 import { contextHashOf } from './ids.js';
 import type { Compaction, ResumeContext, ResumeMessage, ResumePlan, TurnEvent } from './model.js';
-import { spanLabel, stateBlock } from './summarize/render.js';
+import { rawTurnText, spanLabel, stateBlock } from './summarize/render.js';
 
 // The resume context (where it starts is the session decider's `resumePlan`). A marker is trusted
 // wholesale or discarded wholesale: the resume path never repairs a summary (repair happens in the
@@ -49,7 +49,8 @@ export function buildResumeContext(input: {
     messages.push({ role: 'system', content });
   }
   for (const turn of turns) {
-    const { role, content, original } = turn;
+    const { role, original } = turn;
+    const content = rawTurnText(turn);
     // Absent rather than null: a context of turns written as TurnEvents keeps its bytes.
     messages.push(
       original === null || original === undefined ? { role, content } : { role, content, original },

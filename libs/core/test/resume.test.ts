@@ -9,6 +9,7 @@ import {
   initialState,
   markerEmitted,
   markerInvalid,
+  rawTurnText,
   resumePlan,
   trustedMarkers,
   type Compaction,
@@ -194,9 +195,17 @@ describe('the resume context', () => {
     expect(renarrated.contextHash).not.toBe(one.contextHash);
   });
 
-  it('starts with the raw log alone from the session start', () => {
+  it('starts with the raw log alone from the session start, each turn with the state changes it made', () => {
     const context = buildResumeContext({ plan: plan([]), node: null, turns });
-    expect(context.messages.map((m) => m.content)).toEqual(turns.map((t) => t.content));
+    expect(context.messages.map((m) => m.content)).toEqual(turns.map(rawTurnText));
+    expect(context.messages[1]!.content).toBe(
+      'Not add-column-then-backfill.\n[state: approach:add-column-backfill rejected: failed dry run]',
+    );
+    expect(context.messages[2]!.content).toBe(
+      'Rollback written.\n[state: migrations/003_down.sql created; opened call-9 (tool_call) run_tests]',
+    );
+    // A turn that changed nothing is its content alone.
+    expect(context.messages.at(-1)!.content).toBe(turns.at(-1)!.content);
   });
 
   it('refuses a node the plan does not name, or raw turns that do not follow its boundary', () => {

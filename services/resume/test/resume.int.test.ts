@@ -1,4 +1,4 @@
-import { definePolicy, generateSession, trustedMarkers } from '@tidemark/core';
+import { definePolicy, generateSession, trustedMarkers, rawTurnText } from '@tidemark/core';
 import { describe, expect, it, vi } from 'vitest';
 import { createWorld, expectedContext, getResume, sessionInWorld, tokens, waitForResume } from './fixture.js';
 
@@ -35,7 +35,7 @@ describe('the resume service against the real stack', () => {
     expect(messages[0]!.role).toBe('system');
     expect(messages[0]!.content).toContain(node.narrative);
     expect(messages.slice(1)).toEqual(
-      turns.filter((t) => t.seq > 40).map((t) => ({ role: t.role, content: t.content })),
+      turns.filter((t) => t.seq > 40).map((t) => ({ role: t.role, content: rawTurnText(t) })),
     );
 
     // 100 resumes, from the library and over HTTP, and from a second instance (API only).
@@ -111,7 +111,7 @@ describe('the resume service against the real stack', () => {
     expect(text).not.toContain(distrustedNode.compactionId);
     const messages = body.messages as { role: string; content: string }[];
     expect(messages.slice(1).map((m) => m.content)).toEqual(
-      turns.filter((t) => t.seq > plan.checkpoint.toSeq).map((t) => t.content),
+      turns.filter((t) => t.seq > plan.checkpoint.toSeq).map(rawTurnText),
     );
   });
 

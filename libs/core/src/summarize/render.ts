@@ -1,4 +1,4 @@
-import type { Claims, Compaction, TurnEvent } from '../model.js';
+import type { Claims, Compaction, StateChange, TurnEvent } from '../model.js';
 
 // Deterministic text renderings shared by the summarizers' narratives, the model prompt and the resume
 // context's state block.
@@ -54,4 +54,37 @@ export function stateBlock(claims: Claims): string {
       claims.resolved.map((c) => `${c.itemId}: ${c.outcome} at #${c.seq}`),
     ),
   ].join('\n\n');
+}
+
+/**
+ * A raw turn as a resume context gives it: its content, then the state changes it made on one line
+ * (`[state: …]`), so that a call opened, a file written or an approach rejected after the boundary is in
+ * the context too, not only in the turn's structure. A turn without changes is its content alone.
+ */
+export function rawTurnText(turn: Pick<TurnEvent, 'content' | 'changes'>): string {
+  if (turn.changes.length === 0) return turn.content;
+  return `${turn.content}\n[state: ${turn.changes.map(changeText).join('; ')}]`;
+}
+
+function changeText(change: StateChange): string {
+  switch (change.type) {
+    case 'item_opened': {
+      const reach = [
+        ...(change.handle === null ? [] : [`handle ${change.handle}`]),
+        ...(change.logPath === null ? [] : [`log ${change.logPath}`]),
+      ];
+      const detail = change.detail === null ? '' : `: ${excerpt(change.detail, 160)}`;
+      return `opened ${change.itemId} (${change.kind}) ${change.name}${detail}${reach.length === 0 ? '' : ` (${reach.join(', ')})`}`;
+    }
+    case 'item_closed':
+      return `closed ${change.itemId}: ${change.outcome}${change.detail === null ? '' : ` (${excerpt(change.detail, 160)})`}`;
+    case 'item_disposed':
+      return `${change.itemKey} ${change.disposition}${change.supersededBy === null ? '' : ` by ${change.supersededBy}`}: ${change.reason}`;
+    case 'artifact_recorded':
+      return `${change.path} ${change.action}`;
+    default: {
+      const never: never = change;
+      return String(never);
+    }
+  }
 }
