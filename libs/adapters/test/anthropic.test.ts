@@ -1,129 +1,17 @@
 import type { MessageCreateParamsNonStreaming } from '@anthropic-ai/sdk/resources/messages';
-import {
-  buildCompaction,
-  buildResumeContext,
-  definePolicy,
-  foldTurns,
-  summarizeStrict,
-  summaryQuery,
-  type ResumeContext,
-  type ResumePlan,
-  type TurnEvent,
-} from '@tidemark/core';
+import { foldTurns } from '@tidemark/core';
 import { describe, expect, it } from 'vitest';
-import expected from '../../../test/fixtures/transcripts/anthropic.expected.json' with { type: 'json' };
-import transcript from '../../../test/fixtures/transcripts/anthropic.json' with { type: 'json' };
 import { fromAnthropic, toAnthropic, type AnthropicBody } from '../src/anthropic.js';
 import { checkAnthropic } from '../src/check-anthropic.js';
+import { artifactsOf, contextAt, convertedFixture, itemsOf, validResumeAt } from './fixtures.js';
 
-const tenantId = 'tenant-a';
-const sessionId = 'session-a';
-const options = { tenantId, sessionId };
-const policy = definePolicy();
-
-const { turns, skipped } = fromAnthropic(transcript, options);
-
-/** Each item the turns open, with where it opened and how and where it closed. */
-function itemsOf(events: readonly TurnEvent[]) {
-  const items = new Map<
-    string,
-    {
-      itemId: string;
-      kind: string;
-      name: string;
-      openedAtSeq: number;
-      closedAtSeq: number | null;
-      outcome: string | null;
-    }
-  >();
-  for (const turn of events) {
-    for (const change of turn.changes) {
-      if (change.type === 'item_opened') {
-        const { itemId, kind, name } = change;
-        items.set(itemId, { itemId, kind, name, openedAtSeq: turn.seq, closedAtSeq: null, outcome: null });
-      } else if (change.type === 'item_closed') {
-        const item = items.get(change.itemId)!;
-        item.closedAtSeq = turn.seq;
-        item.outcome = change.outcome;
-      }
-    }
-  }
-  return [...items.values()];
-}
-
-function artifactsOf(events: readonly TurnEvent[]) {
-  return events.flatMap((turn) =>
-    turn.changes.flatMap((change) =>
-      change.type === 'artifact_recorded'
-        ? [{ path: change.path, action: change.action, seq: turn.seq, digest: change.digest }]
-        : [],
-    ),
-  );
-}
-
-/** An L1 node over turns 1..toSeq, summarized strictly, as the compactor would build it. */
-function nodeOver(toSeq: number) {
-  const state = foldTurns(tenantId, sessionId, turns).fold.stateAt(
-    summaryQuery({ tenantId, sessionId, fromSeq: 1, toSeq, priorFrame: null }),
-  );
-  const summary = summarizeStrict({
-    span: { kind: 'turns', turns: turns.filter((t) => t.seq <= toSeq) },
-    state,
-    priorFrame: null,
-    budget: policy.narrativeTokenBudget,
-  });
-  return buildCompaction({
-    tenantId,
-    sessionId,
-    tier: 1,
-    generation: 1,
-    policy,
-    span: { fromSeq: 1, toSeq, l0Partition: 0, fromOffset: 0, toOffset: toSeq - 1 },
-    children: [],
-    summary,
-    summarizer: 'strict',
-    compactorVersion: 'test',
-    repairOf: null,
-    attempt: 0,
-  });
-}
-
-/** The resume context of a plan that starts after turn `boundary` (0: the raw log from the start). */
-function contextAt(boundary: number): ResumeContext {
-  const after = turns.filter((t) => t.seq > boundary);
-  if (boundary === 0) {
-    const plan: ResumePlan = {
-      mode: 'raw',
-      tenantId,
-      sessionId,
-      frame: null,
-      checkpoint: { markerId: null, compactionId: null, toSeq: 0, l0Partition: 0, l0Offset: null },
-      rawFromSeq: 1,
-      reason: 'no_marker',
-    };
-    return buildResumeContext({ plan, node: null, turns: after });
-  }
-  const node = nodeOver(boundary);
-  const plan: ResumePlan = {
-    mode: 'digest',
-    tenantId,
-    sessionId,
-    frame: { nodeId: node.compactionId, depth: 1, generation: 1 },
-    marker: {
-      markerId: node.marker.markerId,
-      compactionId: node.compactionId,
-      depth: 1,
-      generation: 1,
-      toSeq: boundary,
-      l0Partition: 0,
-      l0Offset: boundary - 1,
-    },
-    rawFromSeq: boundary + 1,
-  };
-  return buildResumeContext({ plan, node, turns: after });
-}
-
-const boundaries = Array.from({ length: turns.length + 1 }, (_, b) => b);
+const { transcript, expected, options, turns, skipped, boundaries } = convertedFixture<
+  {
+    readonly system: string;
+    readonly messages: readonly { readonly role: string; readonly content: unknown }[];
+  },
+  { readonly roles: readonly string[] }
+>('anthropic.json', { tenantId: 'tenant-a', sessionId: 'session-a' }, fromAnthropic);
 
 /** Every string a model would read in the body: text blocks and tool results' text. */
 function textsOf(body: AnthropicBody): string[] {
@@ -166,7 +54,7 @@ describe('fromAnthropic', () => {
   });
 
   it('gives changes the fold accepts, with seqs 1, 2, 3 … and the original message kept', () => {
-    const { results } = foldTurns(tenantId, sessionId, turns);
+    const { results } = foldTurns(options.tenantId, options.sessionId, turns);
     expect(results.every((r) => r.ok && !r.duplicate && r.rejected.length === 0)).toBe(true);
     expect(turns.map((t) => t.seq)).toEqual(turns.map((_, i) => i + 1));
     expect(turns.every((t) => t.original?.format === 'anthropic')).toBe(true);
@@ -226,17 +114,14 @@ describe('fromAnthropic', () => {
 
 describe('toAnthropic', () => {
   it.each(boundaries)('gives a valid body that keeps every real result, resuming after turn %i', (b) => {
-    const context = contextAt(b);
-    const { body, contextHash } = toAnthropic(context);
-    expect(checkAnthropic(body)).toEqual([]);
+    const { body, contextHash } = validResumeAt(turns, b, toAnthropic, checkAnthropic);
     const texts = textsOf(body);
     for (const result of resultTextsAfter(b)) expect(texts.some((t) => t.includes(result))).toBe(true);
-    expect(toAnthropic(contextAt(b)).contextHash).toBe(contextHash);
     expect(contextHash).toMatch(/^[0-9a-f]{64}$/);
   });
 
   it('moves the node to `system` and keeps the last call for the runtime to answer', () => {
-    const { body } = toAnthropic(contextAt(10));
+    const { body } = toAnthropic(contextAt(turns, 10));
     expect(body.system).toContain('Tidemark resume context: L1 node');
     expect(body.messages[0]!.role).toBe('user');
     const last = body.messages.at(-1)!;
@@ -246,12 +131,12 @@ describe('toAnthropic', () => {
 
   it('quotes a result whose call was summarized away, and restates a call whose result was', () => {
     // After turn 3 the calls of seq 3 are in the node; their results (seq 4) are raw.
-    const after3 = toAnthropic(contextAt(3)).body;
+    const after3 = toAnthropic(contextAt(turns, 3)).body;
     const first = JSON.stringify(after3.messages[0]);
     expect(first).toContain('[result of tool call toolu_01HxQ3kV7mYp2RzUaBcD4eFg');
     expect(first).not.toContain('"type":"tool_result"');
     // Starting at an assistant message: a user note opens the conversation.
-    const after2 = toAnthropic(contextAt(2)).body;
+    const after2 = toAnthropic(contextAt(turns, 2)).body;
     expect(after2.messages[0]).toEqual({
       role: 'user',
       content: [{ type: 'text', text: '(resumed from a Tidemark context)' }],
@@ -259,7 +144,7 @@ describe('toAnthropic', () => {
   });
 
   it('restates a call with no result in the next message as text, and merges same-role turns', () => {
-    const context = contextAt(24);
+    const context = contextAt(turns, 24);
     const unanswered = {
       ...context,
       messages: [
@@ -281,7 +166,7 @@ describe('toAnthropic', () => {
   });
 
   it('is typed as the official SDK request body', () => {
-    const { body } = toAnthropic(contextAt(10));
+    const { body } = toAnthropic(contextAt(turns, 10));
     // Checked by tsc: the body's parts fit MessageCreateParamsNonStreaming as they are.
     const params: MessageCreateParamsNonStreaming = {
       model: 'claude-sonnet-4-5',

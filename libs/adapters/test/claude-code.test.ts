@@ -1,82 +1,18 @@
-import { readFileSync } from 'node:fs';
-import { foldTurns, type StateChange, type TurnEvent } from '@tidemark/core';
+import { foldTurns, type StateChange } from '@tidemark/core';
 import { describe, expect, it } from 'vitest';
 import { ClaudeCodeConverter, fromClaudeCode, subprocessItemId } from '../src/claude-code.js';
+import { artifactsOf, expectationOf, fixtureText, itemsOf } from './fixtures.js';
 
 // The Claude Code adapter against a hand-written session file and its hand-checked expectation, then
 // the properties a follower of a growing file relies on, then the structured markers one by one.
 
-const fixtures = new URL('../../../test/fixtures/transcripts/', import.meta.url);
-const jsonl = readFileSync(new URL('claude-code.jsonl', fixtures), 'utf8');
-const expected = JSON.parse(readFileSync(new URL('claude-code.expected.json', fixtures), 'utf8')) as Expected;
+const jsonl = fixtureText('claude-code.jsonl');
+const expected = expectationOf<{
+  readonly skipped: number;
+  readonly skippedLines: readonly number[];
+  readonly roles: Readonly<Record<string, readonly number[]>>;
+}>('claude-code.jsonl');
 const session = { tenantId: 'acme', sessionId: 'cc-fixture' };
-
-interface ExpectedItem {
-  itemId: string;
-  kind: string;
-  name: string;
-  openedAtSeq: number;
-  closedAtSeq: number | null;
-  outcome: string | null;
-  handle?: string | null;
-  logPath?: string | null;
-  disposition?: string;
-}
-interface ExpectedArtifact {
-  path: string;
-  action: string;
-  seq: number;
-  digest?: string | null;
-}
-interface Expected {
-  turns: number;
-  skipped: number;
-  skippedLines: number[];
-  roles: Record<string, number[]>;
-  items: ExpectedItem[];
-  artifacts: ExpectedArtifact[];
-}
-
-/** The items and artifacts a list of turns opens, closes, disposes and records, in the fixture's terms. */
-function observed(turns: readonly TurnEvent[]) {
-  const items: ExpectedItem[] = [];
-  const artifacts: ExpectedArtifact[] = [];
-  const find = (id: string) => items.find((item) => item.itemId === id);
-  for (const turn of turns) {
-    for (const change of turn.changes) {
-      switch (change.type) {
-        case 'item_opened': {
-          const item: ExpectedItem = {
-            itemId: change.itemId,
-            kind: change.kind,
-            name: change.name,
-            openedAtSeq: turn.seq,
-            closedAtSeq: null,
-            outcome: null,
-          };
-          if (change.kind === 'subprocess')
-            Object.assign(item, { handle: change.handle, logPath: change.logPath });
-          items.push(item);
-          break;
-        }
-        case 'item_closed':
-          Object.assign(find(change.itemId) ?? {}, { closedAtSeq: turn.seq, outcome: change.outcome });
-          break;
-        case 'item_disposed':
-          Object.assign(find(change.itemKey) ?? {}, { disposition: change.disposition });
-          break;
-        case 'artifact_recorded':
-          artifacts.push({ path: change.path, action: change.action, seq: turn.seq, digest: change.digest });
-          break;
-        default: {
-          const never: never = change;
-          throw new Error(`unexpected change ${JSON.stringify(never)}`);
-        }
-      }
-    }
-  }
-  return { items, artifacts };
-}
 
 function line(value: unknown): string {
   return JSON.stringify(value);
@@ -121,11 +57,11 @@ describe('fromClaudeCode on the fixture session', () => {
   });
 
   it('opens, closes and disposes exactly the expected items', () => {
-    expect(observed(conversion.turns).items).toEqual(expected.items);
+    expect(itemsOf(conversion.turns, { handles: true })).toEqual(expected.items);
   });
 
   it('records exactly the expected artifacts, on the turns of the successful results', () => {
-    expect(observed(conversion.turns).artifacts).toEqual(expected.artifacts);
+    expect(artifactsOf(conversion.turns)).toEqual(expected.artifacts);
   });
 
   it('skips the metadata, unknown and sidechain lines, naming each', () => {

@@ -1,47 +1,46 @@
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import type { ResumeMessage, TurnEvent } from '@tidemark/core';
+import type { ResumeContext, TurnEvent } from '@tidemark/core';
 import { describe, expect, it } from 'vitest';
 import { contextIn, convertTranscript, problemsIn } from '../src/formats.js';
-import { inputFormats, outputFormats, type InputFormat } from '../src/types.js';
+import { outputFormats } from '../src/types.js';
+import { boundariesOf, transcriptFixtures, validResumeAt } from './fixtures.js';
 
-// Every fixture, in every output format, at every boundary: a resume is valid for the provider whatever
-// the boundary splits and whichever format the turns came from (a turn whose original is in another
-// format comes back as a text message of its role).
+// Every transcript fixture, in every provider format, resumed after every turn: a body the provider
+// accepts, the same contextHash each time, and no tool result of the raw turns lost. A fixture given
+// back in another format than its own is the cross-format case: its turns are plain text of their role.
 
-const fixtures = fileURLToPath(new URL('../../../test/fixtures/transcripts/', import.meta.url));
-const fileOf: Readonly<Record<InputFormat, string>> = {
-  'openai-chat': 'openai-chat.json',
-  'openai-responses': 'openai-responses.json',
-  anthropic: 'anthropic.json',
-  'claude-code': 'claude-code.jsonl',
-};
-
-const message = (turn: TurnEvent): ResumeMessage =>
-  turn.original === null
-    ? { role: turn.role, content: turn.content }
-    : { role: turn.role, content: turn.content, original: turn.original };
-
-/** The context a resume gives at boundary b: a node's summary over 1..b (none at 0), then the raw turns. */
-function contextAt(turns: readonly TurnEvent[], b: number): { messages: ResumeMessage[] } {
-  const node: ResumeMessage[] =
-    b === 0 ? [] : [{ role: 'system', content: `Tidemark resume context: a summary of turns 1–${b}.` }];
-  return { messages: [...node, ...turns.filter((t) => t.seq > b).map(message)] };
+/**
+ * The lines of every tool result among the raw turns, as they stand in a body's JSON. Lines, not whole
+ * results: a format that gives a turn back as its original may hold one turn's results in separate
+ * blocks (Anthropic's `tool_result`s of one message), whose texts the turn joins with newlines.
+ */
+function resultLines(raw: readonly TurnEvent[]): { seq: number; line: string }[] {
+  return raw
+    .filter((turn) => turn.role === 'tool')
+    .flatMap((turn) =>
+      turn.content
+        .split('\n')
+        .filter((line) => line.trim() !== '')
+        .map((line) => ({ seq: turn.seq, line: JSON.stringify(line).slice(1, -1) })),
+    );
 }
 
-describe('every fixture, every output format, every boundary', () => {
-  for (const input of inputFormats) {
-    const text = readFileSync(`${fixtures}${fileOf[input]}`, 'utf8');
-    const { turns } = convertTranscript(input, text, { tenantId: 't', sessionId: input });
-    for (const output of outputFormats) {
-      it(`${input} fixture → ${output}: valid at each of ${turns.length + 1} boundaries, same bytes twice`, () => {
-        expect(turns.length).toBeGreaterThan(10);
-        for (let b = 0; b <= turns.length; b++) {
-          const { body, contextHash } = contextIn(output, contextAt(turns, b));
-          expect({ boundary: b, problems: problemsIn(output, body) }).toEqual({ boundary: b, problems: [] });
-          expect(contextIn(output, contextAt(turns, b)).contextHash, `boundary ${b}`).toBe(contextHash);
+describe.each(transcriptFixtures())('the $file fixture ($format) resumed', ({ file, format, text }) => {
+  const { turns } = convertTranscript(format, text, { tenantId: 'tenant-every', sessionId: file });
+
+  it.each(outputFormats)(
+    'in %s after every turn: a valid body, a stable contextHash and every tool result kept',
+    (output) => {
+      expect(turns.length).toBeGreaterThan(10);
+      const to = (context: ResumeContext) => contextIn(output, context);
+      const problems = (body: unknown) => problemsIn(output, body);
+      for (const boundary of boundariesOf(turns)) {
+        const at = `${file} in ${output}, resumed after turn ${boundary}`;
+        const { body } = validResumeAt(turns, boundary, to, problems, at);
+        const json = JSON.stringify(body);
+        for (const { seq, line } of resultLines(turns.slice(boundary))) {
+          expect(json.includes(line), `${at}: the result of turn ${seq} holds ${line}`).toBe(true);
         }
-      });
-    }
-  }
+      }
+    },
+  );
 });

@@ -1,21 +1,4 @@
-import { readFileSync } from 'node:fs';
-import {
-  buildCompaction,
-  buildResumeContext,
-  definePolicy,
-  foldDecisions,
-  foldTurns,
-  markerEmitted,
-  resumePlan,
-  summarizeStrict,
-  summaryQuery,
-  type ArtifactAction,
-  type Compaction,
-  type ItemKind,
-  type ItemOutcome,
-  type ResumeContext,
-  type TurnEvent,
-} from '@tidemark/core';
+import type { ResumeContext } from '@tidemark/core';
 import type {
   ChatCompletionCreateParamsNonStreaming,
   ChatCompletionMessageParam,
@@ -23,83 +6,14 @@ import type {
 import { describe, expect, it } from 'vitest';
 import { checkOpenAIChat } from '../src/check-openai-chat.js';
 import { fromOpenAIChat, toOpenAIChat } from '../src/openai-chat.js';
+import { artifactsOf, contextAt, convertedFixture, itemsOf, validResumeAt } from './fixtures.js';
 
-const tenantId = 'tenant-chat';
-const sessionId = 'session-chat';
-const options = { tenantId, sessionId };
-
-const fixtures = new URL('../../../test/fixtures/transcripts/', import.meta.url);
-const transcript = JSON.parse(readFileSync(new URL('openai-chat.json', fixtures), 'utf8')) as {
-  readonly messages: readonly unknown[];
-};
-const expected = JSON.parse(readFileSync(new URL('openai-chat.expected.json', fixtures), 'utf8')) as {
-  readonly turns: number;
-  readonly skipped: number;
-  readonly items: readonly Item[];
-  readonly artifacts: readonly Artifact[];
-};
-
-interface Item {
-  readonly itemId: string;
-  readonly kind: ItemKind;
-  readonly name: string;
-  readonly openedAtSeq: number;
-  readonly closedAtSeq: number | null;
-  readonly outcome: ItemOutcome | null;
-}
-
-interface Artifact {
-  readonly path: string;
-  readonly action: ArtifactAction;
-  readonly seq: number;
-  readonly digest: string | null;
-}
-
-/** Every item the turns open, in opening order, with where and how it ended. */
-function itemsOf(turns: readonly TurnEvent[]): Item[] {
-  const items = new Map<string, Item>();
-  for (const turn of turns) {
-    for (const change of turn.changes) {
-      switch (change.type) {
-        case 'item_opened':
-          items.set(change.itemId, {
-            itemId: change.itemId,
-            kind: change.kind,
-            name: change.name,
-            openedAtSeq: turn.seq,
-            closedAtSeq: null,
-            outcome: null,
-          });
-          break;
-        case 'item_closed': {
-          const item = items.get(change.itemId)!;
-          items.set(change.itemId, { ...item, closedAtSeq: turn.seq, outcome: change.outcome });
-          break;
-        }
-        case 'item_disposed':
-        case 'artifact_recorded':
-          break;
-        default: {
-          const never: never = change;
-          throw new Error(`unexpected change ${JSON.stringify(never)}`);
-        }
-      }
-    }
-  }
-  return [...items.values()];
-}
-
-function artifactsOf(turns: readonly TurnEvent[]): Artifact[] {
-  return turns.flatMap((turn) =>
-    turn.changes.flatMap((change) =>
-      change.type === 'artifact_recorded'
-        ? [{ path: change.path, action: change.action, seq: turn.seq, digest: change.digest }]
-        : [],
-    ),
-  );
-}
-
-const { turns } = fromOpenAIChat(transcript.messages, options);
+const { transcript, expected, options, turns, boundaries } = convertedFixture<
+  { readonly messages: readonly unknown[] },
+  { readonly skipped: number }
+>('openai-chat.json', { tenantId: 'tenant-chat', sessionId: 'session-chat' }, (fixture, session) =>
+  fromOpenAIChat(fixture.messages, session),
+);
 
 describe('fromOpenAIChat', () => {
   it('converts the fixture to exactly the hand-checked items and artifacts', () => {
@@ -216,46 +130,6 @@ describe('fromOpenAIChat', () => {
 // ---------------------------------------------------------------------------------------------------
 // Resume contexts at every boundary
 
-const policy = definePolicy();
-
-/** The L1 node a strict compactor would write over turns 1..toSeq. */
-function nodeOver(all: readonly TurnEvent[], toSeq: number): Compaction {
-  const state = foldTurns(tenantId, sessionId, all).fold.stateAt(
-    summaryQuery({ tenantId, sessionId, fromSeq: 1, toSeq, priorFrame: null }),
-  );
-  const summary = summarizeStrict({
-    span: { kind: 'turns', turns: all.slice(0, toSeq) },
-    state,
-    priorFrame: null,
-    budget: policy.narrativeTokenBudget,
-  });
-  return buildCompaction({
-    tenantId,
-    sessionId,
-    tier: 1,
-    generation: 1,
-    policy,
-    span: { fromSeq: 1, toSeq, l0Partition: 0, fromOffset: 0, toOffset: toSeq - 1 },
-    children: [],
-    summary,
-    summarizer: 'strict',
-    compactorVersion: 'test',
-    repairOf: null,
-    attempt: 0,
-  });
-}
-
-/** The context a resume assembles when a valid marker covers turns 1..boundary (none for 0). */
-function contextAt(all: readonly TurnEvent[], boundary: number): ResumeContext {
-  const node = boundary === 0 ? null : nodeOver(all, boundary);
-  const plan = resumePlan(foldDecisions(node === null ? [] : [markerEmitted(node)]), {
-    tenantId,
-    sessionId,
-    l0Partition: 0,
-  });
-  return buildResumeContext({ plan, node, turns: all.slice(boundary) });
-}
-
 function textOf(message: ChatCompletionMessageParam): string {
   const content = message.content;
   if (content === undefined || content === null) return '';
@@ -275,14 +149,9 @@ function toolMessagesWithoutCall(messages: readonly ChatCompletionMessageParam[]
   });
 }
 
-const boundaries = Array.from({ length: turns.length + 1 }, (_, boundary) => boundary);
-
 describe('toOpenAIChat', () => {
   it.each(boundaries)('gives a valid body for a resume after turn %i', (boundary) => {
-    const context = contextAt(turns, boundary);
-    const { body, contextHash } = toOpenAIChat(context);
-
-    expect(checkOpenAIChat(body)).toEqual([]);
+    const { context, body } = validResumeAt(turns, boundary, toOpenAIChat, checkOpenAIChat);
     expect(toolMessagesWithoutCall(body.messages)).toEqual([]);
     const texts = body.messages.map(textOf);
     for (const turn of turns.slice(boundary).filter((t) => t.role === 'tool')) {
@@ -291,10 +160,6 @@ describe('toOpenAIChat', () => {
     if (boundary > 0) {
       expect(body.messages[0]).toMatchObject({ role: 'system', content: context.messages[0]!.content });
     }
-
-    const again = toOpenAIChat(contextAt(turns, boundary));
-    expect(again.contextHash).toBe(contextHash);
-    expect(JSON.stringify(again.body)).toBe(JSON.stringify(body));
   });
 
   it('tells the output of a call summarized before the boundary as user text quoting the call id', () => {

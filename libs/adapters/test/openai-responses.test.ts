@@ -1,24 +1,4 @@
-import { readFileSync } from 'node:fs';
-import {
-  buildCompaction,
-  buildResumeContext,
-  canonicalJson,
-  contextHashOf,
-  definePolicy,
-  foldDecisions,
-  foldTurns,
-  markerEmitted,
-  resumePlan,
-  summarizeStrict,
-  summaryQuery,
-  type ArtifactAction,
-  type Compaction,
-  type Disposition,
-  type ItemKind,
-  type ItemOutcome,
-  type ResumeContext,
-  type TurnEvent,
-} from '@tidemark/core';
+import { canonicalJson, contextHashOf, foldTurns, type ResumeContext, type TurnEvent } from '@tidemark/core';
 import type {
   ResponseCreateParamsNonStreaming,
   ResponseInputItem,
@@ -26,88 +6,16 @@ import type {
 import { describe, expect, it } from 'vitest';
 import { checkOpenAIResponses } from '../src/check-openai-responses.js';
 import { fromOpenAIResponses, toOpenAIResponses } from '../src/openai-responses.js';
+import { artifactsOf, contextAt, convertedFixture, itemsOf, validResumeAt } from './fixtures.js';
 
-const tenantId = 'tenant-responses';
-const sessionId = 'session-responses';
-const options = { tenantId, sessionId };
-
-const fixtures = new URL('../../../test/fixtures/transcripts/', import.meta.url);
-const transcript = JSON.parse(
-  readFileSync(new URL('openai-responses.json', fixtures), 'utf8'),
-) as readonly unknown[];
-const expected = JSON.parse(readFileSync(new URL('openai-responses.expected.json', fixtures), 'utf8')) as {
-  readonly turns: number;
-  readonly skipped: readonly unknown[];
-  readonly items: readonly Item[];
-  readonly artifacts: readonly Artifact[];
-};
-
-interface Item {
-  readonly itemId: string;
-  readonly kind: ItemKind;
-  readonly name: string;
-  readonly openedAtSeq: number;
-  readonly closedAtSeq: number | null;
-  readonly outcome: ItemOutcome | null;
-  readonly disposition?: Disposition;
-}
-
-interface Artifact {
-  readonly path: string;
-  readonly action: ArtifactAction;
-  readonly seq: number;
-  readonly digest: string | null;
-}
-
-/** Every item the turns open, in opening order, with where and how it ended and any disposition. */
-function itemsOf(turns: readonly TurnEvent[]): Item[] {
-  const items = new Map<string, Item>();
-  for (const turn of turns) {
-    for (const change of turn.changes) {
-      switch (change.type) {
-        case 'item_opened':
-          items.set(change.itemId, {
-            itemId: change.itemId,
-            kind: change.kind,
-            name: change.name,
-            openedAtSeq: turn.seq,
-            closedAtSeq: null,
-            outcome: null,
-          });
-          break;
-        case 'item_closed': {
-          const item = items.get(change.itemId)!;
-          items.set(change.itemId, { ...item, closedAtSeq: turn.seq, outcome: change.outcome });
-          break;
-        }
-        case 'item_disposed': {
-          const item = items.get(change.itemKey)!;
-          items.set(change.itemKey, { ...item, disposition: change.disposition });
-          break;
-        }
-        case 'artifact_recorded':
-          break;
-        default: {
-          const never: never = change;
-          throw new Error(`unexpected change ${JSON.stringify(never)}`);
-        }
-      }
-    }
-  }
-  return [...items.values()];
-}
-
-function artifactsOf(turns: readonly TurnEvent[]): Artifact[] {
-  return turns.flatMap((turn) =>
-    turn.changes.flatMap((change) =>
-      change.type === 'artifact_recorded'
-        ? [{ path: change.path, action: change.action, seq: turn.seq, digest: change.digest }]
-        : [],
-    ),
-  );
-}
-
-const { turns } = fromOpenAIResponses(transcript, options);
+const { transcript, expected, options, turns, boundaries } = convertedFixture<
+  readonly unknown[],
+  { readonly skipped: readonly unknown[] }
+>(
+  'openai-responses.json',
+  { tenantId: 'tenant-responses', sessionId: 'session-responses' },
+  fromOpenAIResponses,
+);
 
 describe('fromOpenAIResponses', () => {
   it('converts the fixture to exactly the hand-checked items and artifacts', () => {
@@ -171,7 +79,7 @@ describe('fromOpenAIResponses', () => {
   });
 
   it('makes only changes the fold accepts', () => {
-    const { results } = foldTurns(tenantId, sessionId, turns);
+    const { results } = foldTurns(options.tenantId, options.sessionId, turns);
     expect(results.filter((r) => !r.ok || r.rejected.length > 0)).toEqual([]);
   });
 
@@ -275,46 +183,6 @@ describe('fromOpenAIResponses', () => {
 // ---------------------------------------------------------------------------------------------------
 // Resume contexts at every boundary
 
-const policy = definePolicy();
-
-/** The L1 node a strict compactor writes over turns 1..toSeq. */
-function nodeOver(all: readonly TurnEvent[], toSeq: number): Compaction {
-  const state = foldTurns(tenantId, sessionId, all).fold.stateAt(
-    summaryQuery({ tenantId, sessionId, fromSeq: 1, toSeq, priorFrame: null }),
-  );
-  const summary = summarizeStrict({
-    span: { kind: 'turns', turns: all.slice(0, toSeq) },
-    state,
-    priorFrame: null,
-    budget: policy.narrativeTokenBudget,
-  });
-  return buildCompaction({
-    tenantId,
-    sessionId,
-    tier: 1,
-    generation: 1,
-    policy,
-    span: { fromSeq: 1, toSeq, l0Partition: 0, fromOffset: 0, toOffset: toSeq - 1 },
-    children: [],
-    summary,
-    summarizer: 'strict',
-    compactorVersion: 'test',
-    repairOf: null,
-    attempt: 0,
-  });
-}
-
-/** The context a resume assembles when a valid marker covers turns 1..boundary (no node for 0). */
-function contextAt(all: readonly TurnEvent[], boundary: number): ResumeContext {
-  const node = boundary === 0 ? null : nodeOver(all, boundary);
-  const plan = resumePlan(foldDecisions(node === null ? [] : [markerEmitted(node)]), {
-    tenantId,
-    sessionId,
-    l0Partition: 0,
-  });
-  return buildResumeContext({ plan, node, turns: all.slice(boundary) });
-}
-
 /** A context by hand: the node's message of contextAt(boundary), then the given turns as messages. */
 function contextWith(boundary: number, raw: readonly TurnEvent[]): ResumeContext {
   const context = contextAt(turns, boundary);
@@ -324,20 +192,20 @@ function contextWith(boundary: number, raw: readonly TurnEvent[]): ResumeContext
   return { ...context, messages: [context.messages[0]!, ...messages] };
 }
 
-const boundaries = Array.from({ length: turns.length + 1 }, (_, boundary) => boundary);
-
 describe('toOpenAIResponses', () => {
   it.each(boundaries)('gives a valid body at boundary %i that keeps every real output', (boundary) => {
-    const context = contextAt(turns, boundary);
-    const { body, contextHash } = toOpenAIResponses(context);
-    expect(checkOpenAIResponses(body)).toEqual([]);
+    const { context, body, contextHash } = validResumeAt(
+      turns,
+      boundary,
+      toOpenAIResponses,
+      checkOpenAIResponses,
+    );
     const bytes = canonicalJson(body);
     for (const turn of turns.slice(boundary).filter((t) => t.role === 'tool')) {
       expect(bytes).toContain(JSON.stringify(turn.content).slice(1, -1));
     }
     expect(body.instructions === undefined).toBe(boundary === 0);
     if (boundary > 0) expect(body.instructions).toBe(context.messages[0]!.content);
-    expect(toOpenAIResponses(context).contextHash).toBe(contextHash);
     expect(contextHash).toBe(
       contextHashOf(canonicalJson({ kind: 'tidemark.resume-context', format: 'openai-responses', body })),
     );
