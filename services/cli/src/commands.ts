@@ -168,7 +168,8 @@ function inspectCommand(env: Env): Command {
   return new Command('inspect')
     .description("Print a session's compactions, marker decisions and resume plan, readably.")
     .argument('<tenant/session>', 'the session, e.g. acme/migration-lossy', sessionArgument)
-    .action((ref: SessionRef) =>
+    .option('--json', 'print it as JSON: compactions, marker decisions, and the resume (or why not)', false)
+    .action((ref: SessionRef, flags: { json: boolean }) =>
       withResumeClient(env, async (bus, client) => {
         note('reading the compactions and markers topics…');
         const journal = await Journal.open(bus, [sessionKey(ref.tenantId, ref.sessionId)]);
@@ -177,7 +178,13 @@ function inspectCommand(env: Env): Command {
         const resume = await client.resume(ref.tenantId, ref.sessionId);
         const entry = journal.session(ref.tenantId, ref.sessionId);
         const turns = resume.ok ? resume.result.rawToSeq : 0;
-        write(formatSessionReport({ ...ref, turns, journal: entry, resume }));
+        if (flags.json) {
+          const { compactions, decisions } = entry;
+          const answer = resume.ok ? resume.result : { code: resume.code, message: resume.message };
+          write(JSON.stringify({ ...ref, compactions, decisions, resume: answer }, null, 2));
+        } else {
+          write(formatSessionReport({ ...ref, turns, journal: entry, resume }));
+        }
         if (!resume.ok && resume.code === 'session_not_found') process.exitCode = 2;
       }),
     );

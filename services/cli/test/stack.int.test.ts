@@ -73,6 +73,16 @@ describe('the preflight on the real stack', () => {
     );
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain(`${broken}:2: line 2: not valid JSON`);
+
+    // Machine-readable: the session as JSON, with why it cannot resume yet (nothing ran the pipeline).
+    const inspected = await tidemark(['inspect', 'acme/cli-ingest', '--json'], env, 60_000);
+    const json = JSON.parse(inspected.stdout) as {
+      sessionId: string;
+      compactions: unknown[];
+      resume: { code?: string };
+    };
+    expect(json).toMatchObject({ tenantId: 'acme', sessionId: 'cli-ingest', compactions: [], decisions: [] });
+    expect(typeof json.resume.code).toBe('string');
   }, 60_000);
 
   it(
