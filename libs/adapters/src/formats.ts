@@ -4,7 +4,8 @@ import { checkOpenAIChat } from './check-openai-chat.js';
 import { checkOpenAIResponses } from './check-openai-responses.js';
 import { fromClaudeCode } from './claude-code.js';
 import { fromOpenAIChat, toOpenAIChat } from './openai-chat.js';
-import { fromOpenAIResponses, toOpenAIResponses } from './openai-responses.js';
+import { fromOpenAIResponses } from './openai-responses.js';
+import { toOpenAIResponses } from './openai-responses-resume.js';
 import type { Context, Conversion, ConvertOptions, InputFormat, OutputFormat } from './types.js';
 
 // Every format by name, for callers that take the format as an argument (`tidemark ingest --format`,

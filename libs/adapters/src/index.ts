@@ -21,7 +21,8 @@ export { fromAnthropic, toAnthropic, type AnthropicBody, type AnthropicTranscrip
 export { checkAnthropic, type AnthropicBodyShape } from './check-anthropic.js';
 export { fromOpenAIChat, toOpenAIChat } from './openai-chat.js';
 export { checkOpenAIChat, checkOpenAIChatMessage } from './check-openai-chat.js';
-export { fromOpenAIResponses, toOpenAIResponses, type OpenAIResponsesBody } from './openai-responses.js';
+export { fromOpenAIResponses } from './openai-responses.js';
+export { toOpenAIResponses, type OpenAIResponsesBody } from './openai-responses-resume.js';
 export { checkOpenAIResponses, type ResponsesCheckOptions } from './check-openai-responses.js';
 export {
   anthropicLedgerTools,

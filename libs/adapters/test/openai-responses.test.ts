@@ -5,7 +5,8 @@ import type {
 } from 'openai/resources/responses/responses';
 import { describe, expect, it } from 'vitest';
 import { checkOpenAIResponses } from '../src/check-openai-responses.js';
-import { fromOpenAIResponses, toOpenAIResponses } from '../src/openai-responses.js';
+import { fromOpenAIResponses } from '../src/openai-responses.js';
+import { toOpenAIResponses } from '../src/openai-responses-resume.js';
 import { artifactsOf, contextAt, convertedFixture, itemsOf, validResumeAt } from './fixtures.js';
 
 const { transcript, expected, options, turns, boundaries } = convertedFixture<
