@@ -15,7 +15,7 @@ import {
 import type { Logger } from 'pino';
 import type { ResumeMetrics } from './metrics.js';
 import type { L0Span } from './l0-reader.js';
-import { decidedL1ToSeqOfState, splitStoredPlan } from './session-plan.js';
+import { splitStoredPlan } from './session-plan.js';
 import { compactionDue, StaleTracker, type CompactionDue, type Staleness } from './stale.js';
 
 // One resume, in process: the library agent runtimes embed and the code behind the HTTP handler. It
@@ -41,14 +41,6 @@ export interface PlanReader {
     { ok: true; plan: ResumePlan | null; node: Compaction | null } | { ok: false; reason: 'no_epoch' }
   >;
   recordContextHash(ref: { tenantId: string; sessionId: string }, key: string, hash: string): Promise<string>;
-  /** The worker's state of sessions: read only for a plan stored before it carried its decided L1 boundary. */
-  load(sessions: readonly { tenantId: string; sessionId: string }[]): Promise<
-    | {
-        ok: true;
-        sessions: ReadonlyMap<string, { readonly state: string | null }>;
-      }
-    | { ok: false; reason: 'no_epoch' }
-  >;
 }
 
 /** The L0 projection as the client reads it (Projection from @tidemark/state). */
@@ -270,8 +262,7 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
   };
 
   // The session against its policy's L1 cadence, and whether the due compaction is overdue. The newest
-  // decided L1 boundary comes with the stored plan; a plan stored before it did (an older worker) has it
-  // derived from the worker's state instead, so a session stuck since then is still seen.
+  // decided L1 boundary comes with the stored plan.
   const staleness = async (
     ref: { tenantId: string; sessionId: string },
     storedPlan: ResumePlan | null,
@@ -279,8 +270,7 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
   ): Promise<{ compaction: CompactionDue; stale: Staleness | null }> => {
     const { l1EveryTurns } = policyFor(ref);
     try {
-      let decided = storedPlan === null ? 0 : splitStoredPlan(storedPlan).decidedL1ToSeq;
-      decided ??= await decidedFromState(ref);
+      const decided = storedPlan === null ? 0 : splitStoredPlan(storedPlan).decidedL1ToSeq;
       const compaction = compactionDue(decided, appliedSeq, l1EveryTurns);
       const stale = await tracker.evaluate(ref, compaction, () => appendTimeOf(ref, compaction.dueSeq));
       return { compaction, stale };
@@ -289,13 +279,6 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
       deps.logger?.warn({ err: error, ...ref }, 'stale check failed');
       return { compaction: compactionDue(0, 0, l1EveryTurns), stale: null };
     }
-  };
-
-  const decidedFromState = async (ref: { tenantId: string; sessionId: string }): Promise<number> => {
-    const loaded = await plans.load([ref]);
-    const state = loaded.ok ? loaded.sessions.get(sessionKey(ref.tenantId, ref.sessionId))?.state : null;
-    if (state === null || state === undefined) return 0;
-    return decidedL1ToSeqOfState(state);
   };
 
   // When the turn at seq was appended to turns.l0: its record's timestamp, at the position the

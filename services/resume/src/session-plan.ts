@@ -2,6 +2,7 @@ import {
   evolve,
   initialState,
   resumePlan,
+  TidemarkCoreError,
   type MarkerDecision,
   type ResumePlan,
   type SessionFrameState,
@@ -85,21 +86,14 @@ export function storedPlanOf(state: SessionPlanState & { readonly plan: ResumePl
 }
 
 /**
- * Splits a plan read from the store into core's plan and its decided L1 boundary: null for a plan
- * written before the boundary was stored (the reader then derives it from the worker state).
+ * Splits a plan read from the store into core's plan and its decided L1 boundary. Every plan of this
+ * store version carries the boundary (a store of an older version is rebuilt under a new epoch key
+ * before it is read), so one without it is a corrupt store, and said so.
  */
-export function splitStoredPlan(stored: ResumePlan): { plan: ResumePlan; decidedL1ToSeq: number | null } {
+export function splitStoredPlan(stored: ResumePlan): { plan: ResumePlan; decidedL1ToSeq: number } {
   const { decidedL1ToSeq: decided, ...plan } = stored as ResumePlan & { decidedL1ToSeq?: unknown };
-  return {
-    plan,
-    decidedL1ToSeq: typeof decided === 'number' && Number.isSafeInteger(decided) ? decided : null,
-  };
-}
-
-/**
- * The decided L1 boundary of a stored worker state (for a plan stored before it carried one; a store of
- * an older version is rebuilt, under a new epoch key, before it is read).
- */
-export function decidedL1ToSeqOfState(json: string): number {
-  return (JSON.parse(json) as SessionPlanState).decidedL1ToSeq;
+  if (typeof decided !== 'number' || !Number.isSafeInteger(decided)) {
+    throw new TidemarkCoreError('invalid_input', 'a stored resume plan has no decidedL1ToSeq');
+  }
+  return { plan, decidedL1ToSeq: decided };
 }

@@ -3,7 +3,6 @@ import {
   generateSession,
   planNodeId,
   runReference,
-  sessionKey,
   type ResumePlan,
 } from '@tidemark/core';
 import { parseConfig } from '@tidemark/service';
@@ -14,13 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { createResumeClientFrom, type PlanReader, type SessionLog, type TurnReader } from '../src/client.js';
 import { policiesOf, resumeConfigSchema } from '../src/config.js';
 import { resumeMetrics } from '../src/metrics.js';
-import {
-  applyDecisions,
-  decidedL1ToSeqOfState,
-  emptySessionState,
-  splitStoredPlan,
-  storedPlanOf,
-} from '../src/session-plan.js';
+import { applyDecisions, emptySessionState, splitStoredPlan, storedPlanOf } from '../src/session-plan.js';
 import { compactionDue, StaleTracker, stalenessOf, type CompactionDue } from '../src/stale.js';
 
 // The stale check without infrastructure: the due boundary against core's reference, the tracker (one
@@ -87,18 +80,8 @@ describe('the due L1 boundary', () => {
     const stored = storedPlanOf({ ...state, plan: state.plan! });
     const read = splitStoredPlan(JSON.parse(JSON.stringify(stored)) as ResumePlan);
     expect(read).toEqual({ plan: state.plan, decidedL1ToSeq: 30 });
-    // A plan stored by an older worker: no boundary, core's plan unchanged.
-    expect(splitStoredPlan(state.plan!)).toEqual({ plan: state.plan, decidedL1ToSeq: null });
-  });
-
-  it('is read from the worker state', () => {
-    const turns = generateSession(4, { ...ref, turns: 35 });
-    const run = runReference(turns, { policy: definePolicy({ l1EveryTurns: 10 }) });
-    const { state } = applyDecisions(
-      emptySessionState(ref.tenantId, ref.sessionId),
-      run.decisions.map((decision, offset) => ({ offset, decision })),
-    );
-    expect(decidedL1ToSeqOfState(JSON.stringify(state))).toBe(30);
+    // A plan without it is a corrupt store (an older store is rebuilt before it is read), said so.
+    expect(() => splitStoredPlan(state.plan!)).toThrow(/no decidedL1ToSeq/);
   });
 
   it('is stale only past the bound, with the time it became due', () => {
@@ -184,25 +167,17 @@ describe('the client’s stale check (in-memory stores)', () => {
     return id === null ? null : run.compactions.find((c) => c.compactionId === id)!;
   };
 
-  function world(options: { decidedThrough: number; legacyPlan?: boolean; appendedAt?: number }) {
+  function world(options: { decidedThrough: number; appendedAt?: number }) {
     const decisions = run.decisions.filter((d) => d.toSeq <= options.decidedThrough);
     const { state } = applyDecisions(
       emptySessionState(ref.tenantId, ref.sessionId),
       decisions.map((decision, offset) => ({ offset, decision })),
     );
-    const plan: ResumePlan = options.legacyPlan ? state.plan! : storedPlanOf({ ...state, plan: state.plan! });
-    let loads = 0;
+    const plan: ResumePlan = storedPlanOf({ ...state, plan: state.plan! });
     let appendLookups = 0;
     const plans: PlanReader = {
       read: () => Promise.resolve({ ok: true, plan, node: nodeOf(plan) }),
       recordContextHash: (_ref, _key, hash) => Promise.resolve(hash),
-      load: () => {
-        loads += 1;
-        return Promise.resolve({
-          ok: true,
-          sessions: new Map([[sessionKey(ref.tenantId, ref.sessionId), { state: JSON.stringify(state) }]]),
-        });
-      },
     };
     const log: SessionLog = {
       epoch: () => Promise.resolve('e'),
@@ -217,7 +192,7 @@ describe('the client’s stale check (in-memory stores)', () => {
         return Promise.resolve(options.appendedAt ?? 0);
       },
     };
-    return { state, plans, log, reader, counts: () => ({ loads, appendLookups }) };
+    return { state, plans, log, reader, counts: () => ({ appendLookups }) };
   }
 
   const create = (w: ReturnType<typeof world>, extra: { now?: () => number; registry?: Registry } = {}) =>
@@ -279,7 +254,7 @@ describe('the client’s stale check (in-memory stores)', () => {
         stale: { since: '2026-12-04T09:00:00.000Z', reason: 'compaction_overdue' },
       },
     });
-    expect(stuck.counts()).toEqual({ loads: 0, appendLookups: 1 });
+    expect(stuck.counts()).toEqual({ appendLookups: 1 });
   });
 
   it('reads nothing more when the due compaction is decided', async () => {
@@ -295,15 +270,7 @@ describe('the client’s stale check (in-memory stores)', () => {
       dueSeq: 30,
       due: false,
     });
-    expect(decided.counts()).toEqual({ loads: 0, appendLookups: 0 });
-  });
-
-  it('derives the decided boundary from the worker state for a plan stored before it carried one', async () => {
-    const legacy = world({ decidedThrough: 10, legacyPlan: true, appendedAt: 0 });
-    const outcome = await create(legacy).resume('t', 's');
-    if (!outcome.ok) throw new Error(outcome.code);
-    expect(outcome.result.stale).toEqual({ since: new Date(0).toISOString(), reason: 'compaction_overdue' });
-    expect(legacy.counts()).toEqual({ loads: 1, appendLookups: 1 });
+    expect(decided.counts()).toEqual({ appendLookups: 0 });
   });
 });
 
