@@ -22,7 +22,7 @@ import {
   expectReferenceRecords,
   sleep,
   until,
-  type Expected,
+  untilSettled,
 } from './reference-check.js';
 
 // The design's first reliability claim, end to end: the four services as separate processes, SIGKILLed
@@ -139,22 +139,10 @@ describe('SIGKILL chaos across the four services', () => {
       // Quiet: every session holds what its reference does and resumes from the reference's marker.
       const resumeClient = createResumeClient({ redis, redisPrefix, bus });
       clients.push(resumeClient);
-      const settled = async (e: Expected): Promise<boolean> => {
-        if (differences(journal.session(e.tenantId, e.sessionId), e).length > 0) return false;
-        const outcome = await resumeClient.resume(e.tenantId, e.sessionId);
-        return (
-          outcome.ok &&
-          outcome.result.markerId === e.planMarker &&
-          outcome.result.rawToSeq === turnsPerSession
-        );
-      };
-      const deadline = Date.now() + 120_000;
-      let pending = expected;
-      while (pending.length > 0 && Date.now() < deadline && unexpected.length === 0) {
-        const states = await Promise.all(pending.map(settled));
-        pending = pending.filter((_, i) => !states[i]);
-        if (pending.length > 0) await sleep(500);
-      }
+      const pending = await untilSettled(expected, journal, resumeClient, {
+        timeoutMs: 120_000,
+        abort: () => unexpected.length > 0,
+      });
       console.log(`${elapsed()} settled: ${expected.length - pending.length}/${expected.length} sessions`);
       expect(unexpected, 'a service exited on its own').toEqual([]);
       expect(await tap.caughtUp(30_000)).toBe(true);

@@ -8,14 +8,7 @@ import { PlanStore } from '@tidemark/state';
 import { endpoints } from '@tidemark/test-infra';
 import { describe, expect, it } from 'vitest';
 import { killHard, provisionProcessDeployment, ready, serviceNames, RawTap } from './chaos-harness.js';
-import {
-  differences,
-  expectationsOf,
-  expectReferenceRecords,
-  sleep,
-  until,
-  type Expected,
-} from './reference-check.js';
+import { expectationsOf, expectReferenceRecords, sleep, until, untilSettled } from './reference-check.js';
 
 // "Same inputs, same bytes" for every record Tidemark publishes. One seeded workload (rejections,
 // failures, calls open across compaction boundaries, a lossy summarizer on half the sessions with
@@ -128,20 +121,10 @@ async function deploy(mode: Mode): Promise<Snapshot> {
     }
     await Promise.all([...live.values()].map((p) => ready(p, 90_000)));
 
-    const settled = async (e: Expected): Promise<boolean> => {
-      if (differences(journal!.session(e.tenantId, e.sessionId), e).length > 0) return false;
-      const outcome = await client.resume(e.tenantId, e.sessionId);
-      return (
-        outcome.ok && outcome.result.markerId === e.planMarker && outcome.result.rawToSeq === turnsPerSession
-      );
-    };
-    const deadline = Date.now() + 120_000;
-    let pending = expected;
-    while (pending.length > 0 && Date.now() < deadline && unexpected.length === 0) {
-      const states = await Promise.all(pending.map(settled));
-      pending = pending.filter((_, i) => !states[i]);
-      if (pending.length > 0) await sleep(500);
-    }
+    const pending = await untilSettled(expected, journal, client, {
+      timeoutMs: 120_000,
+      abort: () => unexpected.length > 0,
+    });
     expect(unexpected, 'a service exited on its own').toEqual([]);
     expect(
       pending.map((e) => e.sessionId),

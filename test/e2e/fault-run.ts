@@ -24,7 +24,7 @@ import { uniqueName } from '@tidemark/test-infra';
 import { Redis } from 'ioredis';
 import { expect, onTestFinished } from 'vitest';
 import { RawTap } from './chaos-harness.js';
-import { differences, expectationsOf, sleep, until } from './reference-check.js';
+import { differences, expectationsOf, sleep, until, untilSettled } from './reference-check.js';
 
 // A fault run, as an operator meets one: the four services in one process on a deployment of its own, a
 // workload published at a steady rate on every partition through the public publisher, faults injected
@@ -195,20 +195,7 @@ export async function expectSettledOnReference(faultRun: FaultRun, redisUrl: str
     await client.close();
     redis.disconnect();
   });
-  const settled = async (e: (typeof expected)[number]): Promise<boolean> => {
-    if (differences(journal.session(e.tenantId, e.sessionId), e).length > 0) return false;
-    const outcome = await client.resume(e.tenantId, e.sessionId);
-    return (
-      outcome.ok && outcome.result.markerId === e.planMarker && outcome.result.rawToSeq === turnsPerSession
-    );
-  };
-  const deadline = Date.now() + 90_000;
-  let pending = expected;
-  while (pending.length > 0 && Date.now() < deadline) {
-    const states = await Promise.all(pending.map(settled));
-    pending = pending.filter((_, i) => !states[i]);
-    if (pending.length > 0) await sleep(500);
-  }
+  const pending = await untilSettled(expected, journal, client, { timeoutMs: 90_000 });
   console.log(`${elapsed()} settled: ${expected.length - pending.length}/${expected.length} sessions`);
   // What an unsettled session's stages hold, for whoever reads a failure.
   const projection = new Projection(redis, { prefix: `${run}:` });

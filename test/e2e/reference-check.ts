@@ -1,4 +1,5 @@
 import type { SessionJournal } from '@tidemark/cli';
+import type { ResumeLibraryClient } from '@tidemark/resume';
 import { sessionKey } from '@tidemark/contract';
 import {
   canonicalJson,
@@ -91,6 +92,34 @@ export function differences(journal: SessionJournal, expected: Expected): string
   const have = trusted(journal.decisions).join(' ');
   if (want !== have) problems.push(`trusted markers [${have}], the reference trusts [${want}]`);
   return problems;
+}
+
+/**
+ * Waits until every session holds what its reference does and resumes from the reference's marker over
+ * all its turns, or the timeout passes, or `abort` says to stop (a service died). Returns the sessions
+ * that did not settle.
+ */
+export async function untilSettled(
+  expected: readonly Expected[],
+  journal: { session(tenantId: string, sessionId: string): SessionJournal },
+  client: ResumeLibraryClient,
+  options: { readonly timeoutMs: number; readonly abort?: () => boolean },
+): Promise<Expected[]> {
+  const settled = async (e: Expected): Promise<boolean> => {
+    if (differences(journal.session(e.tenantId, e.sessionId), e).length > 0) return false;
+    const outcome = await client.resume(e.tenantId, e.sessionId);
+    return (
+      outcome.ok && outcome.result.markerId === e.planMarker && outcome.result.rawToSeq === e.turns.length
+    );
+  };
+  const deadline = Date.now() + options.timeoutMs;
+  let pending = [...expected];
+  while (pending.length > 0 && Date.now() < deadline && options.abort?.() !== true) {
+    const states = await Promise.all(pending.map(settled));
+    pending = pending.filter((_, i) => !states[i]);
+    if (pending.length > 0) await sleep(500);
+  }
+  return pending;
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
