@@ -1,6 +1,6 @@
 import { decisionIdentity, Journal } from '@tidemark/cli';
 import { createPublisher, sessionKey } from '@tidemark/contract';
-import { boundaryQuery, foldTurns, seededRandom } from '@tidemark/core';
+import { seededRandom } from '@tidemark/core';
 import { createResumeClient, type ResumeLibraryClient } from '@tidemark/resume';
 import { generateWorkload } from '@tidemark/scenarios';
 import { createLogger } from '@tidemark/service';
@@ -23,6 +23,7 @@ import {
   sleep,
   until,
   untilSettled,
+  expectProjectionIsTheFold,
 } from './reference-check.js';
 
 // The design's first reliability claim, end to end: the four services as separate processes, SIGKILLed
@@ -166,20 +167,7 @@ describe('SIGKILL chaos across the four services', () => {
 
       // 2. No turn lost from (or applied twice to) the projection: all applied, nothing broken, and the
       //    state at every reference boundary is the fold's.
-      const projection = new Projection(redis, { prefix: redisPrefix });
-      for (const e of expected) {
-        const watermark = await projection.watermark(e.tenantId, e.sessionId);
-        expect({ session: e.sessionId, appliedSeq: watermark.appliedSeq, broken: watermark.broken }).toEqual({
-          session: e.sessionId,
-          appliedSeq: turnsPerSession,
-          broken: null,
-        });
-        const { fold } = foldTurns(e.tenantId, e.sessionId, e.turns);
-        for (const c of e.reference.compactions) {
-          const query = boundaryQuery(c);
-          expect(await projection.stateAt(query)).toEqual(fold.stateAt(query));
-        }
-      }
+      await expectProjectionIsTheFold(new Projection(redis, { prefix: redisPrefix }), expected);
 
       // 3. A duplicate is never visible twice: every copy of a compaction id, or of a decision's
       //    (markerId, type, cause), has the same bytes; the journal's copy is the one downstream sees.

@@ -1,11 +1,4 @@
-import {
-  boundaryQuery,
-  canonicalJson,
-  definePolicy,
-  foldTurns,
-  type Policy,
-  type TurnEvent,
-} from '@tidemark/core';
+import { canonicalJson, definePolicy, type Policy, type TurnEvent } from '@tidemark/core';
 import {
   demoEnv,
   dropDeployment,
@@ -24,7 +17,14 @@ import { uniqueName } from '@tidemark/test-infra';
 import { Redis } from 'ioredis';
 import { expect, onTestFinished } from 'vitest';
 import { RawTap } from './chaos-harness.js';
-import { differences, expectationsOf, sleep, until, untilSettled } from './reference-check.js';
+import {
+  differences,
+  expectationsOf,
+  sleep,
+  until,
+  untilSettled,
+  expectProjectionIsTheFold,
+} from './reference-check.js';
 
 // A fault run, as an operator meets one: the four services in one process on a deployment of its own, a
 // workload published at a steady rate on every partition through the public publisher, faults injected
@@ -231,19 +231,7 @@ export async function expectSettledOnReference(faultRun: FaultRun, redisUrl: str
     ).toEqual([]);
   }
   // Every turn applied once: the projection is the fold at every boundary.
-  for (const e of expected) {
-    const watermark = await projection.watermark(e.tenantId, e.sessionId);
-    expect({ session: e.sessionId, appliedSeq: watermark.appliedSeq, broken: watermark.broken }).toEqual({
-      session: e.sessionId,
-      appliedSeq: turnsPerSession,
-      broken: null,
-    });
-    const { fold } = foldTurns(e.tenantId, e.sessionId, e.turns);
-    for (const c of e.reference.compactions) {
-      const query = boundaryQuery(c);
-      expect(await projection.stateAt(query)).toEqual(fold.stateAt(query));
-    }
-  }
+  await expectProjectionIsTheFold(projection, expected);
   expect(tap.conflicting()).toEqual([]);
   // No session is left stale: every due compaction was decided.
   for (const e of expected) {

@@ -1,8 +1,11 @@
 import type { SessionJournal } from '@tidemark/cli';
 import type { ResumeLibraryClient } from '@tidemark/resume';
+import type { Projection } from '@tidemark/state';
 import { sessionKey } from '@tidemark/contract';
 import {
+  boundaryQuery,
   canonicalJson,
+  foldTurns,
   foldDecisions,
   resumePlan,
   runReference,
@@ -120,6 +123,29 @@ export async function untilSettled(
     if (pending.length > 0) await sleep(500);
   }
   return pending;
+}
+
+/**
+ * No turn lost from (or applied twice to) the projection: every session applied to its last turn,
+ * nothing broken, and the state at every reference boundary the fold's.
+ */
+export async function expectProjectionIsTheFold(
+  projection: Pick<Projection, 'watermark' | 'stateAt'>,
+  expected: readonly Expected[],
+): Promise<void> {
+  for (const e of expected) {
+    const watermark = await projection.watermark(e.tenantId, e.sessionId);
+    expect({ session: e.sessionId, appliedSeq: watermark.appliedSeq, broken: watermark.broken }).toEqual({
+      session: e.sessionId,
+      appliedSeq: e.turns.length,
+      broken: null,
+    });
+    const { fold } = foldTurns(e.tenantId, e.sessionId, e.turns);
+    for (const c of e.reference.compactions) {
+      const query = boundaryQuery(c);
+      expect(await projection.stateAt(query)).toEqual(fold.stateAt(query));
+    }
+  }
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
