@@ -106,11 +106,14 @@ export class ClaudeCodeConverter {
     this.#builder = new TurnBuilder('claude-code', options);
   }
 
-  /** Reads the next line (without its newline). Throws on a line that is not JSON, naming it. */
+  /**
+   * Reads the next line (without its newline). Throws on a line that is not JSON, naming it, and
+   * changes nothing then: pushing the line again once it is fixed carries on where it stopped.
+   */
   push(text: string): void {
-    this.#lineNumber += 1;
-    const at = this.#lineNumber;
+    const at = this.#lineNumber + 1;
     const value = parseClaudeCodeLine(text, at);
+    this.#lineNumber = at;
     if (value === null) return this.#skip(at, 'blank line');
     if (!isObject(value)) return this.#skip(at, 'not a JSON object');
     const kind = classify(value);
@@ -128,6 +131,11 @@ export class ClaudeCodeConverter {
     const changes = kind.role === 'assistant' ? this.#callsOpened(content) : this.#resultsOf(value, content);
     const role: TurnRole = kind.role === 'user' && isOnlyToolResults(content) ? 'tool' : kind.role;
     this.#builder.add({ role, content: renderContent(content), changes, message: value, id, timestamp });
+  }
+
+  /** Lines read so far. */
+  get lines(): number {
+    return this.#lineNumber;
   }
 
   get conversion(): Conversion {
@@ -458,7 +466,7 @@ function blocksOf(content: unknown): JsonObject[] {
 }
 
 /** The lines of a file's text; the empty string after a final newline is not a line. */
-function linesOf(text: string): string[] {
+export function linesOf(text: string): string[] {
   const lines = text.split('\n').map((line) => (line.endsWith('\r') ? line.slice(0, -1) : line));
   if (lines.at(-1) === '') lines.pop();
   return lines;

@@ -2,7 +2,8 @@ import { fromAnthropic, toAnthropic } from './anthropic.js';
 import { checkAnthropic } from './check-anthropic.js';
 import { checkOpenAIChat } from './check-openai-chat.js';
 import { checkOpenAIResponses } from './check-openai-responses.js';
-import { fromClaudeCode } from './claude-code.js';
+import { TidemarkCoreError } from '@tidemark/core';
+import { ClaudeCodeConverter, linesOf } from './claude-code.js';
 import { fromOpenAIChat, toOpenAIChat } from './openai-chat.js';
 import { fromOpenAIResponses } from './openai-responses.js';
 import { toOpenAIResponses } from './openai-responses-resume.js';
@@ -26,16 +27,15 @@ export class TranscriptError extends Error {
 /**
  * Converts a transcript file's text. A JSONL transcript is read up to its last complete line (a line
  * still being written is left for later); a line that is not JSON is a TranscriptError naming it, and
- * nothing after it is converted (so its seqs stay where they belong once the line is fixed).
+ * nothing after it is converted (so its seqs stay where they belong once the line is fixed). A caller
+ * that follows a growing file pushes only its new lines (`ClaudeCodeConverter`, `pushLines`).
  */
 export function convertTranscript(format: InputFormat, text: string, options: ConvertOptions): Conversion {
   switch (format) {
     case 'claude-code': {
-      const complete = text.slice(0, text.lastIndexOf('\n') + 1);
-      const lines = complete.split('\n');
-      const bad = lines.findIndex((line) => line.trim() !== '' && !parses(line));
-      if (bad >= 0) throw new TranscriptError(`line ${bad + 1}: not valid JSON`, bad + 1);
-      return fromClaudeCode(complete, options);
+      const converter = new ClaudeCodeConverter(options);
+      pushLines(converter, completeLines(text));
+      return converter.conversion;
     }
     case 'openai-chat':
       return fromOpenAIChat(listIn(document(text), ['messages']), options);
@@ -87,12 +87,21 @@ export function problemsIn(format: OutputFormat, body: unknown): string[] {
   }
 }
 
-function parses(line: string): boolean {
-  try {
-    JSON.parse(line);
-    return true;
-  } catch {
-    return false;
+/** The complete lines of a JSONL text: a last line without its newline is still being written. */
+export function completeLines(text: string): string[] {
+  return linesOf(text.slice(0, text.lastIndexOf('\n') + 1));
+}
+
+/** Pushes lines into a converter; a line that is not JSON is a TranscriptError naming it. */
+export function pushLines(converter: ClaudeCodeConverter, lines: readonly string[]): void {
+  for (const line of lines) {
+    try {
+      converter.push(line);
+    } catch (error) {
+      if (!(error instanceof TidemarkCoreError)) throw error;
+      const at = converter.lines + 1;
+      throw new TranscriptError(`line ${at}: not valid JSON`, at);
+    }
   }
 }
 

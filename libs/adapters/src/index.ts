@@ -16,7 +16,14 @@ export {
 } from './types.js';
 export { argumentsDetail, contentDigest, TurnBuilder } from './turns.js';
 export { ClaudeCodeConverter, fromClaudeCode, parseClaudeCodeLine, subprocessItemId } from './claude-code.js';
-export { contextIn, convertTranscript, problemsIn, TranscriptError } from './formats.js';
+export {
+  completeLines,
+  contextIn,
+  convertTranscript,
+  problemsIn,
+  pushLines,
+  TranscriptError,
+} from './formats.js';
 export { fromAnthropic, toAnthropic, type AnthropicBody, type AnthropicTranscript } from './anthropic.js';
 export { checkAnthropic, type AnthropicBodyShape } from './check-anthropic.js';
 export { fromOpenAIChat, toOpenAIChat } from './openai-chat.js';

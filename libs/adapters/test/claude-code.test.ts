@@ -137,6 +137,17 @@ describe('converting a session file that grows', () => {
     expect(() => fromClaudeCode(broken, session)).toThrow('line 7: not valid JSON');
   });
 
+  it('changes nothing on a broken line, so a follower carries on once it is fixed', () => {
+    const lines = jsonl.trimEnd().split('\n');
+    const converter = new ClaudeCodeConverter(session);
+    for (const text of lines.slice(0, 6)) converter.push(text);
+    expect(() => converter.push('{"type":"user","message":')).toThrow('line 7: not valid JSON');
+    expect(() => converter.push('{still broken')).toThrow('line 7: not valid JSON');
+    expect(converter.lines).toBe(6);
+    for (const text of lines.slice(6)) converter.push(text);
+    expect(converter.conversion).toStrictEqual(fromClaudeCode(jsonl, session));
+  });
+
   it('ignores the empty string after a final newline, and lists a blank line in the middle', () => {
     const text = `${line({ type: 'user', uuid: 'u1', message: { role: 'user', content: 'hi' } })}\n\n`;
     const conversion = fromClaudeCode(

@@ -1,5 +1,14 @@
-import { readFile, stat } from 'node:fs/promises';
-import { convertTranscript, TranscriptError, type InputFormat } from '@tidemark/adapters';
+import { open, readFile, stat } from 'node:fs/promises';
+import {
+  ClaudeCodeConverter,
+  completeLines,
+  convertTranscript,
+  pushLines,
+  TranscriptError,
+  type Conversion,
+  type ConvertOptions,
+  type InputFormat,
+} from '@tidemark/adapters';
 import { createPublisher, type Publisher } from '@tidemark/contract';
 import type { TurnEvent } from '@tidemark/core';
 import { commonConfig, createLogger, logRedisOutages, parseConfig, z } from '@tidemark/service';
@@ -62,13 +71,17 @@ export async function ingest(options: IngestOptions): Promise<IngestResult> {
     let result: IngestResult = { turns: 0, published: 0, already: 0, skipped: 0 };
     let reported: string | null = null;
 
-    /** Reads the file, converts it, publishes the turns past `sent`. */
+    const source =
+      options.follow === true && options.format === 'claude-code'
+        ? followedJsonl(options.file, ref)
+        : wholeFile(options.file, options.format, ref);
+
+    /** Reads what the file holds now, converts it, publishes the turns past `sent`. */
     const pass = async (): Promise<void> => {
-      const text = await readFile(options.file, 'utf8');
       let turns: readonly TurnEvent[];
       let skipped: number;
       try {
-        const conversion = convertTranscript(options.format, text, ref);
+        const conversion = await source();
         turns = conversion.turns;
         skipped = conversion.skipped.length;
       } catch (error) {
@@ -117,6 +130,41 @@ export async function ingest(options: IngestOptions): Promise<IngestResult> {
     await publisher?.close();
     redis.disconnect();
   }
+}
+
+/** The whole file, converted each time it is read (a JSON document is rewritten, not appended to). */
+function wholeFile(file: string, format: InputFormat, ref: ConvertOptions): () => Promise<Conversion> {
+  return async () => convertTranscript(format, await readFile(file, 'utf8'), ref);
+}
+
+/**
+ * A growing JSONL file, read from where the last read stopped: only the new complete lines are read and
+ * pushed into one converter, so following a long session costs its growth, not its length. A broken
+ * line stops the read before it (the lines before it are kept); the next read starts at it again.
+ */
+function followedJsonl(file: string, ref: ConvertOptions): () => Promise<Conversion> {
+  const converter = new ClaudeCodeConverter(ref);
+  let offset = 0;
+  return async () => {
+    const handle = await open(file, 'r');
+    let fresh: Buffer;
+    try {
+      const { size } = await handle.stat();
+      fresh = Buffer.alloc(Math.max(0, size - offset));
+      await handle.read(fresh, 0, fresh.length, offset);
+    } finally {
+      await handle.close();
+    }
+    const end = fresh.lastIndexOf(0x0a) + 1;
+    for (let start = 0; start < end;) {
+      const next = fresh.indexOf(0x0a, start) + 1;
+      const line = fresh.subarray(start, next).toString('utf8');
+      pushLines(converter, completeLines(line));
+      offset += next - start;
+      start = next;
+    }
+    return converter.conversion;
+  };
 }
 
 /** A transcript that cannot be ingested as it is: the message names the file (and line). */
