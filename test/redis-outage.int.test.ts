@@ -5,9 +5,9 @@ import {
   createServiceHost,
   dependencyCheck,
   logRedisOutages,
-  mountComponent,
+  mountService,
   type Logger,
-  type ServiceComponent,
+  type Service,
 } from '@tidemark/service';
 import { LocalRedis } from '@tidemark/test-infra';
 import { Redis } from 'ioredis';
@@ -65,17 +65,17 @@ describe('readiness against a frozen Redis', () => {
     const redis = new Redis(server.url, { maxRetriesPerRequest: null });
     redis.on('error', () => undefined);
     const deadlineMs = 500;
-    const component: ServiceComponent = {
-      start: () => Promise.resolve(),
+    const service: Service = {
+      run: () => Promise.resolve(),
       stop: async () => {
         redis.disconnect();
         return Promise.resolve();
       },
-      ready: () => true,
+      state: 'ready',
       dependencies: { redis: dependencyCheck(() => redis.ping(), deadlineMs) },
     };
     const host = createServiceHost({ name: 'svc', port: 0, logger: createLogger('test', 'silent') });
-    await mountComponent(host, 'worker', component);
+    await mountService(host, 'worker', service);
     try {
       await eventually(async () => (await host.http.inject({ url: '/readyz' })).statusCode === 200);
 
@@ -84,7 +84,7 @@ describe('readiness against a frozen Redis', () => {
       const frozen = await host.http.inject({ url: '/readyz' });
       const tookMs = performance.now() - started;
       expect(frozen.statusCode).toBe(503);
-      expect(frozen.json()).toMatchObject({ checks: { worker: true, 'worker.redis': false } });
+      expect(frozen.json()).toMatchObject({ states: { worker: 'ready' }, checks: { 'worker.redis': false } });
       expect(tookMs).toBeGreaterThanOrEqual(deadlineMs - 20);
       expect(tookMs).toBeLessThan(deadlineMs + 500);
       // Still frozen: every probe answers by the deadline, and still 503.

@@ -58,3 +58,4 @@ export {
   type PublisherOptions,
 } from './publisher.js';
 export { internalCluster } from './kafka-internals.js';
+export { restartGroupsFromEarliest, type DeleteGroupsOptions } from './groups.js';

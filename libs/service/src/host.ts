@@ -2,6 +2,7 @@ import { fastify, type FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import { createLogger } from './logger.js';
+import type { ServiceState } from './state.js';
 
 // The process-facing side of a service: an HTTP listener with /healthz, /readyz and /metrics, the
 // metrics registry, and an ordered list of things to close. The service's own logic never touches
@@ -32,11 +33,20 @@ export interface ServiceHost {
    * bound itself (`dependencyCheck`).
    */
   addReadiness(name: string, check: ReadinessCheck): void;
+  /** A service's state, reported on /readyz; ready only while every one is `ready`. */
+  addState(name: string, state: () => ServiceState): void;
   /** Runs on close, in reverse order of registration (last started, first stopped). */
   onShutdown(step: () => Promise<void> | void): void;
   listen(): Promise<{ readonly port: number; readonly url: string }>;
-  readiness(): Promise<{ readonly ready: boolean; readonly checks: Record<string, boolean> }>;
+  readiness(): Promise<Readiness>;
   close(): Promise<void>;
+}
+
+/** The body of /readyz. */
+export interface Readiness {
+  readonly ready: boolean;
+  readonly states: Record<string, ServiceState>;
+  readonly checks: Record<string, boolean>;
 }
 
 export function createServiceHost(options: ServiceHostOptions): ServiceHost {
@@ -44,12 +54,13 @@ export function createServiceHost(options: ServiceHostOptions): ServiceHost {
   const metrics = options.register ?? new Registry();
   if (options.processMetrics ?? options.register === undefined) collectDefaultMetrics({ register: metrics });
   const checks = new Map<string, ReadinessCheck>();
+  const states = new Map<string, () => ServiceState>();
   const shutdownSteps: (() => Promise<void> | void)[] = [];
   let closing: Promise<void> | null = null;
 
   const http = fastify({ logger: false });
 
-  const readiness = async (): Promise<{ ready: boolean; checks: Record<string, boolean> }> => {
+  const readiness = async (): Promise<Readiness> => {
     const results = await Promise.all(
       [...checks].map(async ([name, check]): Promise<[string, boolean]> => {
         try {
@@ -60,8 +71,10 @@ export function createServiceHost(options: ServiceHostOptions): ServiceHost {
         }
       }),
     );
-    const ready = closing === null && results.every(([, ok]) => ok);
-    return { ready, checks: Object.fromEntries(results) };
+    const now = Object.fromEntries([...states].map(([name, state]) => [name, state()]));
+    const ready =
+      closing === null && results.every(([, ok]) => ok) && Object.values(now).every((s) => s === 'ready');
+    return { ready, states: now, checks: Object.fromEntries(results) };
   };
 
   // Liveness: the event loop answers. Readiness: the service can do its job right now.
@@ -83,6 +96,9 @@ export function createServiceHost(options: ServiceHostOptions): ServiceHost {
     http,
     addReadiness(name, check) {
       checks.set(name, check);
+    },
+    addState(name, state) {
+      states.set(name, state);
     },
     onShutdown(step) {
       shutdownSteps.push(step);

@@ -9,10 +9,18 @@ export {
   type CommonConfig,
 } from './config.js';
 export { createLogger, type Logger } from './logger.js';
-export { createServiceHost, type ReadinessCheck, type ServiceHost, type ServiceHostOptions } from './host.js';
+export {
+  createServiceHost,
+  type Readiness,
+  type ReadinessCheck,
+  type ServiceHost,
+  type ServiceHostOptions,
+} from './host.js';
 export { runUntilSignalled } from './shutdown.js';
 export { z } from 'zod';
 export { Counter, Gauge, Histogram, Registry } from 'prom-client';
-export { mountComponent, runMain, type MainOptions, type ServiceComponent } from './component.js';
+export { mountService, runMain, type MainOptions, type Service } from './service.js';
+export { stateOf, type ServicePhase, type ServiceState } from './state.js';
+export { superviseRebuild, type RebuildOptions, type RebuildSupervisor } from './rebuild.js';
 export { connectionChecks, dependencyCheck, type Pingable } from './dependencies.js';
 export { isRedisOutageError, logRedisOutages, type RedisConnectionEvents } from './redis.js';

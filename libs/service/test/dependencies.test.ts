@@ -4,10 +4,10 @@ import {
   createLogger,
   createServiceHost,
   dependencyCheck,
-  mountComponent,
+  mountService,
   parseConfig,
   z,
-  type ServiceComponent,
+  type Service,
 } from '../src/index.js';
 
 const quiet = () => createLogger('test', 'silent');
@@ -20,11 +20,11 @@ async function timed<T>(work: Promise<T>): Promise<{ value: T; ms: number }> {
   return { value, ms: performance.now() - started };
 }
 
-function componentWith(dependencies: ServiceComponent['dependencies']): ServiceComponent {
+function serviceWith(dependencies: Service['dependencies']): Service {
   return {
-    start: () => Promise.resolve(),
+    run: () => Promise.resolve(),
     stop: () => Promise.resolve(),
-    ready: () => true,
+    state: 'ready',
     ...(dependencies === undefined ? {} : { dependencies }),
   };
 }
@@ -76,10 +76,10 @@ describe('dependencyCheck', () => {
 describe('a component with dependencies, mounted on a host', () => {
   it('answers /readyz 503 by the deadline, naming the dependency that does not answer', async () => {
     const host = createServiceHost({ name: 'svc', port: 0, logger: quiet() });
-    await mountComponent(
+    await mountService(
       host,
       'worker',
-      componentWith({
+      serviceWith({
         redis: dependencyCheck(never, 200),
         kafka: dependencyCheck(() => Promise.resolve(), 200),
       }),
@@ -88,7 +88,8 @@ describe('a component with dependencies, mounted on a host', () => {
     expect(response.statusCode).toBe(503);
     expect(response.json()).toMatchObject({
       status: 'not_ready',
-      checks: { worker: true, 'worker.redis': false, 'worker.kafka': true },
+      states: { worker: 'ready' },
+      checks: { 'worker.redis': false, 'worker.kafka': true },
     });
     expect(ms).toBeLessThan(600);
     await host.close();
@@ -96,21 +97,18 @@ describe('a component with dependencies, mounted on a host', () => {
 
   it('runs the checks side by side: two silent dependencies cost one deadline, not two', async () => {
     const host = createServiceHost({ name: 'svc', port: 0, logger: quiet() });
-    await mountComponent(host, 'a', componentWith({ redis: dependencyCheck(never, 300) }));
-    await mountComponent(host, 'b', componentWith({ redis: dependencyCheck(never, 300) }));
+    await mountService(host, 'a', serviceWith({ redis: dependencyCheck(never, 300) }));
+    await mountService(host, 'b', serviceWith({ redis: dependencyCheck(never, 300) }));
     const { value: state, ms } = await timed(host.readiness());
-    expect(state.checks).toEqual({ a: true, 'a.redis': false, b: true, 'b.redis': false });
+    expect(state.states).toEqual({ a: 'ready', b: 'ready' });
+    expect(state.checks).toEqual({ 'a.redis': false, 'b.redis': false });
     expect(ms).toBeLessThan(550);
     await host.close();
   });
 
   it('is ready when every dependency answers', async () => {
     const host = createServiceHost({ name: 'svc', port: 0, logger: quiet() });
-    await mountComponent(
-      host,
-      'worker',
-      componentWith({ redis: dependencyCheck(() => Promise.resolve(), 200) }),
-    );
+    await mountService(host, 'worker', serviceWith({ redis: dependencyCheck(() => Promise.resolve(), 200) }));
     expect((await host.http.inject({ url: '/readyz' })).statusCode).toBe(200);
     await host.close();
   });

@@ -1,14 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger, createServiceHost, mountComponent, type ServiceComponent } from '../src/index.js';
+import {
+  createLogger,
+  createServiceHost,
+  mountService,
+  type Service,
+  type ServiceState,
+} from '../src/index.js';
 
 // fastify's inject() exercises the routes without opening a socket, so these stay unit tests.
 
-function fakeComponent(): ServiceComponent & { started: boolean; stopped: number; isReady: boolean } {
+function fakeService(): Service & { started: boolean; stopped: number; state: ServiceState } {
   return {
     started: false,
     stopped: 0,
-    isReady: false,
-    start() {
+    state: 'starting',
+    run() {
       this.started = true;
       return Promise.resolve();
     },
@@ -16,31 +22,31 @@ function fakeComponent(): ServiceComponent & { started: boolean; stopped: number
       this.stopped += 1;
       return Promise.resolve();
     },
-    ready() {
-      return this.isReady;
-    },
   };
 }
 
 const quiet = () => createLogger('test', 'silent');
 
 describe('service host', () => {
-  it('is healthy while not ready, and ready only when every component is', async () => {
+  it('is healthy while not ready, and ready only when every service is, reporting their states', async () => {
     const host = createServiceHost({ name: 'svc', port: 0, logger: quiet() });
-    const a = fakeComponent();
-    const b = fakeComponent();
-    await mountComponent(host, 'a', a);
-    await mountComponent(host, 'b', b);
+    const a = fakeService();
+    const b = fakeService();
+    await mountService(host, 'a', a);
+    await mountService(host, 'b', b);
     expect(a.started && b.started).toBe(true);
 
     expect((await host.http.inject({ url: '/healthz' })).statusCode).toBe(200);
-    a.isReady = true;
+    a.state = 'ready';
+    b.state = 'rebuilding';
     const notReady = await host.http.inject({ url: '/readyz' });
     expect(notReady.statusCode).toBe(503);
-    expect(notReady.json()).toMatchObject({ checks: { a: true, b: false } });
+    expect(notReady.json()).toMatchObject({ status: 'not_ready', states: { a: 'ready', b: 'rebuilding' } });
 
-    b.isReady = true;
-    expect((await host.http.inject({ url: '/readyz' })).statusCode).toBe(200);
+    b.state = 'ready';
+    const ready = await host.http.inject({ url: '/readyz' });
+    expect(ready.statusCode).toBe(200);
+    expect(ready.json()).toMatchObject({ status: 'ready', states: { a: 'ready', b: 'ready' } });
     await host.close();
   });
 
@@ -69,9 +75,9 @@ describe('service host', () => {
     const order: string[] = [];
     host.onShutdown(() => void order.push('first'));
     host.onShutdown(() => void order.push('second'));
-    const component = fakeComponent();
-    component.isReady = true;
-    await mountComponent(host, 'c', component);
+    const component = fakeService();
+    component.state = 'ready';
+    await mountService(host, 'c', component);
     await Promise.all([host.close(), host.close()]);
     expect(component.stopped).toBe(1);
     expect(order).toEqual(['second', 'first']);

@@ -1,6 +1,8 @@
 import { initialState, sessionKey, type MarkerDecision, type SessionFrameState } from '@tidemark/core';
-import type { Redis } from 'ioredis';
-import { luaScript, sessionTag } from './keys.js';
+import type { Redis, Result } from 'ioredis';
+import { framesLayout, luaScript, sessionStoreKey, type SessionRef } from './keys.js';
+import { execAll } from './replies.js';
+import { StoreLifecycle } from './store-lifecycle.js';
 
 // The validator's own state in Redis: per session, the session decider's state (core session-frame),
 // and which compactions were already decided. Everything here can be
@@ -37,11 +39,6 @@ export type DecidedRecord =
   | { readonly status: 'pending'; readonly decisions: readonly MarkerDecision[] }
   /** Durably on the markers topic: a redelivery publishes nothing. */
   | { readonly status: 'published' };
-
-export interface SessionRef {
-  readonly tenantId: string;
-  readonly sessionId: string;
-}
 
 export interface FrameLoad extends SessionRef {
   /** The compactions whose records to read along with the frame. */
@@ -87,39 +84,49 @@ export interface RestoredSession extends SessionRef {
 
 const publishedJson = JSON.stringify({ status: 'published' } satisfies DecidedRecord);
 
-interface FrameCommands {
-  validatorRecord(frameKey: string, decidedKey: string, ...args: (string | number)[]): Promise<number>;
-  validatorConfirm(frameKey: string, decidedKey: string, ...args: string[]): Promise<number>;
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    validatorRecord(
+      frameKey: string,
+      decidedKey: string,
+      ...args: (string | number)[]
+    ): Result<number, Context>;
+    validatorConfirm(frameKey: string, decidedKey: string, ...args: string[]): Result<number, Context>;
+  }
 }
 
+/** The replies of lua/validator-record.lua and lua/validator-confirm.lua, as their headers list them. */
+const recordReply = { recorded: 1, conflict: 0 } as const;
+const confirmReply = { notThisEpoch: -1 } as const;
+
 export class FrameStore {
-  readonly #redis: Redis & FrameCommands;
+  readonly #redis: Redis;
   readonly #prefix: string;
+  /** Epoch, rebuild lock and clear (a rebuild runs `withRebuildLock` over it, then `restore`). */
+  readonly lifecycle: StoreLifecycle;
 
   constructor(redis: Redis, options: { prefix?: string } = {}) {
     this.#prefix = options.prefix ?? 'tidemark:';
+    this.lifecycle = new StoreLifecycle(redis, framesLayout(this.#prefix));
     // defineCommand is idempotent per name on a connection; several stores may share one.
     redis.defineCommand('validatorRecord', { numberOfKeys: 2, lua: luaScript('validator-record') });
     redis.defineCommand('validatorConfirm', { numberOfKeys: 2, lua: luaScript('validator-confirm') });
-    this.#redis = redis as Redis & FrameCommands;
+    this.#redis = redis;
   }
 
   #frameKey(ref: SessionRef): string {
-    return `${this.#prefix}frame:${sessionTag(ref)}`;
+    return sessionStoreKey(this.#prefix, 'frame', ref);
   }
   #decidedKey(ref: SessionRef): string {
-    return `${this.#prefix}decided:${sessionTag(ref)}`;
+    return sessionStoreKey(this.#prefix, 'decided', ref);
   }
   get #epochKey(): string {
-    return `${this.#prefix}frames:epoch:2`;
-  }
-  get #lockKey(): string {
-    return `${this.#prefix}frames:lock`;
+    return this.lifecycle.layout.epochKey;
   }
 
   /** The store's epoch, or null when it was lost (or never built) and must be rebuilt first. */
-  async epoch(): Promise<string | null> {
-    return this.#redis.get(this.#epochKey);
+  epoch(): Promise<string | null> {
+    return this.lifecycle.epoch();
   }
 
   /**
@@ -133,7 +140,7 @@ export class FrameStore {
       pipeline.hmget(this.#frameKey(ref), 'v', 'e', 's');
       if (ref.compactionIds.length > 0) pipeline.hmget(this.#decidedKey(ref), ...ref.compactionIds);
     }
-    const replies = unwrap(await pipeline.exec());
+    const replies = await execAll(pipeline);
     const epoch = replies[0] as string | null;
     if (epoch === null) return { ok: false, reason: 'no_epoch' };
     const loaded = new Map<string, LoadedSession>();
@@ -164,10 +171,7 @@ export class FrameStore {
   /** Records decisions (pending) and the sessions' new frames, one atomic script per session, one round trip. */
   async record(epoch: string, writes: readonly FrameWrite[]): Promise<FramesRecorded> {
     if (writes.length === 0) return { ok: true };
-    const pipeline = this.#redis.pipeline() as unknown as FrameCommands & {
-      get(key: string): unknown;
-      exec(): Promise<[Error | null, unknown][] | null>;
-    };
+    const pipeline = this.#redis.pipeline();
     // The epoch first, in the same round trip: a store lost since the load is reported as such (the
     // scripts' own guard catches every session it had; a new session's write is cleared by the rebuild).
     pipeline.get(this.#epochKey);
@@ -183,11 +187,13 @@ export class FrameStore {
       }
       void pipeline.validatorRecord(this.#frameKey(write), this.#decidedKey(write), ...args);
     }
-    const [current, ...codes] = unwrap(await pipeline.exec()) as [string | null, ...number[]];
+    const [current, ...codes] = (await execAll(pipeline)) as [string | null, ...number[]];
     const sessions = (test: (code: number) => boolean) =>
       writes.filter((_, i) => test(codes[i]!)).map(({ tenantId, sessionId }) => ({ tenantId, sessionId }));
     if (current !== epoch) return { ok: false, reason: 'epoch', sessions: sessions(() => true) };
-    if (codes.includes(0)) return { ok: false, reason: 'conflict', sessions: sessions((code) => code === 0) };
+    if (codes.includes(recordReply.conflict)) {
+      return { ok: false, reason: 'conflict', sessions: sessions((code) => code === recordReply.conflict) };
+    }
     return { ok: true };
   }
 
@@ -201,9 +207,7 @@ export class FrameStore {
   ): Promise<SessionRef[]> {
     const pending = sessions.filter((s) => s.compactionIds.length > 0);
     if (pending.length === 0) return [];
-    const pipeline = this.#redis.pipeline() as unknown as FrameCommands & {
-      exec(): Promise<[Error | null, unknown][] | null>;
-    };
+    const pipeline = this.#redis.pipeline();
     for (const ref of pending) {
       void pipeline.validatorConfirm(
         this.#frameKey(ref),
@@ -213,53 +217,10 @@ export class FrameStore {
         ...ref.compactionIds,
       );
     }
-    const codes = unwrap(await pipeline.exec()) as number[];
+    const codes = (await execAll(pipeline)) as number[];
     return pending
-      .filter((_, i) => codes[i] === -1)
+      .filter((_, i) => codes[i] === confirmReply.notThisEpoch)
       .map(({ tenantId, sessionId }) => ({ tenantId, sessionId }));
-  }
-
-  /**
-   * Takes the rebuild lock for `ttlMs` (only one validator rebuilds; the others wait for the epoch).
-   * Returns false when another holder has it.
-   */
-  async lockRebuild(owner: string, ttlMs: number): Promise<boolean> {
-    return (await this.#redis.set(this.#lockKey, owner, 'PX', ttlMs, 'NX')) === 'OK';
-  }
-
-  /** Extends the owner's rebuild lock (a long rebuild keeps it); false if it is no longer the owner's. */
-  async renewRebuild(owner: string, ttlMs: number): Promise<boolean> {
-    const renewed = await this.#redis.eval(
-      "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0",
-      1,
-      this.#lockKey,
-      owner,
-      ttlMs,
-    );
-    return renewed === 1;
-  }
-
-  async unlockRebuild(owner: string): Promise<void> {
-    // Only the owner's lock: compare and delete in one step.
-    await this.#redis.eval(
-      "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
-      1,
-      this.#lockKey,
-      owner,
-    );
-  }
-
-  /** Removes every session of the store (before a rebuild): nothing of an old epoch survives it. */
-  async clear(): Promise<void> {
-    const prefix = this.#prefix.replace(/[*?[\]\\]/g, '\\$&');
-    for (const pattern of [`${prefix}frame:\\{*`, `${prefix}decided:\\{*`]) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await this.#redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length > 0) await this.#redis.unlink(...keys);
-      } while (cursor !== '0');
-    }
   }
 
   /**
@@ -283,21 +244,13 @@ export class FrameStore {
           );
         }
       }
-      unwrap(await pipeline.exec());
+      await execAll(pipeline);
     }
-    await this.#redis.set(this.#epochKey, epoch);
+    await this.lifecycle.setEpoch(epoch);
   }
 }
 
 /** The map key of a session in a load: `tenant/session`, as the contract's sessionKey. */
 export function sessionKeyOf(ref: SessionRef): string {
   return sessionKey(ref.tenantId, ref.sessionId);
-}
-
-function unwrap(results: [Error | null, unknown][] | null): unknown[] {
-  if (results === null) throw new Error('redis pipeline was discarded');
-  return results.map(([error, value]) => {
-    if (error !== null) throw error;
-    return value;
-  });
 }

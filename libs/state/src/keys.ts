@@ -1,8 +1,71 @@
 import { readFileSync } from 'node:fs';
 import { sessionKey } from '@tidemark/core';
-// The projection's Redis key layout. Every key starts with the configured prefix; a session's keys carry
-// the hash tag `{tenant/session}` (the same tag as the validator's frame keys), so one session's keys share
-// a Redis Cluster slot and one Lua script may touch them all atomically.
+
+// Every Redis key Tidemark writes is built here. Each store's keys start with the configured prefix and
+// the store's name; a session's keys carry the hash tag `{tenant/session}`, so one session's keys (in
+// every store) share a Redis Cluster slot and one Lua script may touch them all atomically.
+//
+//   store        lifecycle (epoch, lock)                 session keys
+//   projection   proj:epoch, proj:lock                   proj:{t/s}:<part> (below)
+//   frames       frames:epoch:2, frames:lock             frame:{t/s}, decided:{t/s}
+//   plans        resume:epoch:2, resume:rebuild-lock     resume:{t/s}, resume-nodes:{t/s}, resume-ctx:{t/s}
+//   windows      cmp:<ns>:epoch, cmp:<ns>:lock           cmp:<ns>:{t/s}:win, cmp:<ns>:{t/s}:turns
+//
+// An epoch key that names a version (`:2`) belongs to a store whose stored shape changed: a store built
+// by an older version reads as absent and is rebuilt.
+
+/** A session's key in a store: `<prefix><store>:{tenant/session}`. */
+export function sessionStoreKey(prefix: string, store: string, ref: SessionRef): string {
+  return `${prefix}${store}:${sessionTag(ref)}`;
+}
+
+/** A SCAN pattern matching every session key of a store (and nothing else under the prefix). */
+export function sessionKeysPattern(prefix: string, store: string): string {
+  return `${escapeGlob(`${prefix}${store}`)}:\\{*`;
+}
+
+/** A session, as every store addresses it. */
+export interface SessionRef {
+  readonly tenantId: string;
+  readonly sessionId: string;
+}
+
+/** Where a rebuildable store keeps its lifecycle (see store-lifecycle.ts); one per store, below. */
+export interface StoreLayout {
+  /** The epoch: absent = lost, never built, or built by an older version (the key names its version). */
+  readonly epochKey: string;
+  /** The lock one rebuilder holds. */
+  readonly lockKey: string;
+  /** SCAN patterns matching every session key of the store and nothing else. */
+  readonly sessionPatterns: readonly string[];
+}
+
+export const projectionLayout = (prefix: string): StoreLayout => ({
+  epochKey: `${prefix}proj:epoch`,
+  lockKey: `${prefix}proj:lock`,
+  sessionPatterns: [sessionKeysPattern(prefix, 'proj')],
+});
+
+export const framesLayout = (prefix: string): StoreLayout => ({
+  epochKey: `${prefix}frames:epoch:2`,
+  lockKey: `${prefix}frames:lock`,
+  sessionPatterns: ['frame', 'decided'].map((store) => sessionKeysPattern(prefix, store)),
+});
+
+export const plansLayout = (prefix: string): StoreLayout => ({
+  epochKey: `${prefix}resume:epoch:2`,
+  lockKey: `${prefix}resume:rebuild-lock`,
+  sessionPatterns: ['resume', 'resume-nodes', 'resume-ctx'].map((store) => sessionKeysPattern(prefix, store)),
+});
+
+/** The compactor's windows of one namespace (generation and policy). */
+export const windowsLayout = (prefix: string, namespace: string): StoreLayout => ({
+  epochKey: `${prefix}cmp:${namespace}:epoch`,
+  lockKey: `${prefix}cmp:${namespace}:lock`,
+  sessionPatterns: [sessionKeysPattern(prefix, `cmp:${namespace}`)],
+});
+
+// The projection's keys, in full:
 //
 //   <prefix>proj:epoch                     string  the projection's epoch; absent = lost or never built
 //   <prefix>proj:rebuilding                string  JSON {epoch, reason, since}: a rebuild is under way
@@ -40,7 +103,7 @@ export interface SessionKeys {
  * The Redis hash tag of a session: every key of one session carries it, so they share a Cluster slot
  * and one script may touch them all.
  */
-export function sessionTag(ref: { readonly tenantId: string; readonly sessionId: string }): string {
+export function sessionTag(ref: SessionRef): string {
   return `{${sessionKey(ref.tenantId, ref.sessionId)}}`;
 }
 
@@ -50,7 +113,7 @@ export function luaScript(name: string): string {
 }
 
 export function sessionKeys(prefix: string, tenantId: string, sessionId: string): SessionKeys {
-  const base = `${prefix}proj:${sessionTag({ tenantId, sessionId })}:`;
+  const base = `${sessionStoreKey(prefix, 'proj', { tenantId, sessionId })}:`;
   return {
     meta: `${base}meta`,
     turns: `${base}turns`,
@@ -68,13 +131,8 @@ export function sessionKeys(prefix: string, tenantId: string, sessionId: string)
   };
 }
 
-export const epochKey = (prefix: string): string => `${prefix}proj:epoch`;
+/** The projection's mark of a rebuild under way (beside its lifecycle: readers wait while it is set). */
 export const rebuildingKey = (prefix: string): string => `${prefix}proj:rebuilding`;
-
-/** A SCAN pattern matching every session key of the projection (and nothing else under the prefix). */
-export function sessionKeyPattern(prefix: string): string {
-  return `${escapeGlob(prefix)}proj:\\{*`;
-}
 
 /** `text` matched literally in a SCAN/KEYS pattern. */
 export function escapeGlob(text: string): string {

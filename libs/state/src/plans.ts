@@ -1,6 +1,8 @@
 import { planNodeId, sessionKey, type Compaction, type ResumePlan } from '@tidemark/core';
-import type { Redis } from 'ioredis';
-import { luaScript, sessionTag } from './keys.js';
+import type { Redis, Result } from 'ioredis';
+import { luaScript, plansLayout, sessionStoreKey, type SessionRef } from './keys.js';
+import { execAll } from './replies.js';
+import { StoreLifecycle } from './store-lifecycle.js';
 
 // The resume worker's state in Redis: per session, the worker's state (its fold of the markers topic with
 // core's session decider: opaque JSON the worker owns), the resume plan itself, and the compaction nodes
@@ -17,11 +19,6 @@ import { luaScript, sessionTag } from './keys.js';
 //   resume-ctx:{tenant/session}    hash: context key -> the first contextHash served for it (divergence
 //                                  check); expires a week after the session's last check
 
-export interface PlanSessionRef {
-  readonly tenantId: string;
-  readonly sessionId: string;
-}
-
 /** A session's worker state as loaded: absent sessions (or sessions of another epoch) read as null. */
 export interface LoadedPlanSession {
   /** The version to name in the commit (0 when absent). */
@@ -33,7 +30,7 @@ export type PlansLoaded =
   | { readonly ok: true; readonly epoch: string; readonly sessions: ReadonlyMap<string, LoadedPlanSession> }
   | { readonly ok: false; readonly reason: 'no_epoch' };
 
-export interface PlanWrite extends PlanSessionRef {
+export interface PlanWrite extends SessionRef {
   readonly version: number;
   /** The worker's session plan state (core's frame state, the last offset, the plan): JSON it parses itself. */
   readonly state: string;
@@ -46,7 +43,7 @@ export type PlansCommitted =
       readonly ok: false;
       /** conflict: another writer moved a session (a rebalance); epoch: the store was lost or rebuilt. */
       readonly reason: 'conflict' | 'epoch';
-      readonly sessions: readonly PlanSessionRef[];
+      readonly sessions: readonly SessionRef[];
     };
 
 /** What a resume reads, in one round trip. */
@@ -54,72 +51,60 @@ export type PlanRead =
   | { readonly ok: true; readonly plan: ResumePlan | null; readonly node: Compaction | null }
   | { readonly ok: false; readonly reason: 'no_epoch' };
 
-interface PlanCommands {
-  tidemarkResumeCommit(planKey: string, ...args: (string | number)[]): Promise<number>;
-  tidemarkResumeRead(planKey: string, nodesKey: string, epochKey: string): Promise<[string, string, string]>;
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    tidemarkResumeCommit(planKey: string, ...args: (string | number)[]): Result<number, Context>;
+    tidemarkResumeRead(
+      planKey: string,
+      nodesKey: string,
+      epochKey: string,
+    ): Result<[string, string, string], Context>;
+  }
 }
+
+/** The replies of lua/resume-commit.lua, as its header lists them. */
+const commitReply = { stored: 1, conflict: 0, otherEpoch: -1 } as const;
 
 const contextHashTtlSeconds = 7 * 24 * 3600;
 
 export class PlanStore {
-  readonly #redis: Redis & PlanCommands;
+  readonly #redis: Redis;
   readonly #prefix: string;
+  /** Epoch, rebuild lock and clear. */
+  readonly lifecycle: StoreLifecycle;
 
   constructor(redis: Redis, options: { prefix?: string } = {}) {
     this.#prefix = options.prefix ?? 'tidemark:';
+    this.lifecycle = new StoreLifecycle(redis, plansLayout(this.#prefix));
     redis.defineCommand('tidemarkResumeCommit', { numberOfKeys: 1, lua: luaScript('resume-commit') });
     redis.defineCommand('tidemarkResumeRead', { numberOfKeys: 3, lua: luaScript('resume-read') });
-    this.#redis = redis as Redis & PlanCommands;
+    this.#redis = redis;
   }
 
-  #planKey(ref: PlanSessionRef): string {
-    return `${this.#prefix}resume:${sessionTag(ref)}`;
+  #planKey(ref: SessionRef): string {
+    return sessionStoreKey(this.#prefix, 'resume', ref);
   }
-  #nodesKey(ref: PlanSessionRef): string {
-    return `${this.#prefix}resume-nodes:${sessionTag(ref)}`;
+  #nodesKey(ref: SessionRef): string {
+    return sessionStoreKey(this.#prefix, 'resume-nodes', ref);
   }
-  #contextKey(ref: PlanSessionRef): string {
-    return `${this.#prefix}resume-ctx:${sessionTag(ref)}`;
+  #contextKey(ref: SessionRef): string {
+    return sessionStoreKey(this.#prefix, 'resume-ctx', ref);
   }
   get #epochKey(): string {
-    return `${this.#prefix}resume:epoch:2`;
-  }
-  get #lockKey(): string {
-    return `${this.#prefix}resume:rebuild-lock`;
-  }
-
-  /** Takes the rebuild lock for `ttlMs` (one worker rebuilds, the others wait for the epoch). */
-  async lockRebuild(owner: string, ttlMs: number): Promise<boolean> {
-    return (await this.#redis.set(this.#lockKey, owner, 'PX', ttlMs, 'NX')) === 'OK';
-  }
-
-  async unlockRebuild(owner: string): Promise<void> {
-    // Only the owner's lock: compare and delete in one step.
-    await this.#redis.eval(
-      "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
-      1,
-      this.#lockKey,
-      owner,
-    );
+    return this.lifecycle.layout.epochKey;
   }
 
   /** The store's epoch, or null when it was lost (or never built) and must be rebuilt from the topics. */
-  async epoch(): Promise<string | null> {
-    return this.#redis.get(this.#epochKey);
-  }
-
-  /** Publishes an epoch once the store is (re)built; returns the epoch in force (another worker's, if it won). */
-  async establishEpoch(epoch: string): Promise<string> {
-    await this.#redis.set(this.#epochKey, epoch, 'NX');
-    return (await this.epoch()) ?? epoch;
+  epoch(): Promise<string | null> {
+    return this.lifecycle.epoch();
   }
 
   /** Loads the worker state of the given sessions, in one round trip. */
-  async load(sessions: readonly PlanSessionRef[]): Promise<PlansLoaded> {
+  async load(sessions: readonly SessionRef[]): Promise<PlansLoaded> {
     const pipeline = this.#redis.pipeline();
     pipeline.get(this.#epochKey);
     for (const ref of sessions) pipeline.hmget(this.#planKey(ref), 'v', 'e', 's');
-    const replies = unwrap(await pipeline.exec());
+    const replies = await execAll(pipeline);
     const epoch = replies[0] as string | null;
     if (epoch === null) return { ok: false, reason: 'no_epoch' };
     const loaded = new Map<string, LoadedPlanSession>();
@@ -138,9 +123,7 @@ export class PlanStore {
   /** Stores the sessions' new state and plan, one atomic script per session, one round trip. */
   async commit(epoch: string, writes: readonly PlanWrite[]): Promise<PlansCommitted> {
     if (writes.length === 0) return { ok: true };
-    const pipeline = this.#redis.pipeline() as unknown as PlanCommands & {
-      exec(): Promise<[Error | null, unknown][] | null>;
-    };
+    const pipeline = this.#redis.pipeline();
     for (const write of writes) {
       void pipeline.tidemarkResumeCommit(
         this.#planKey(write),
@@ -151,11 +134,15 @@ export class PlanStore {
         planNodeId(write.plan) ?? '',
       );
     }
-    const codes = unwrap(await pipeline.exec()) as number[];
+    const codes = (await execAll(pipeline)) as number[];
     const failed = (code: number) =>
       writes.filter((_, i) => codes[i] === code).map(({ tenantId, sessionId }) => ({ tenantId, sessionId }));
-    if (codes.includes(-1)) return { ok: false, reason: 'epoch', sessions: failed(-1) };
-    if (codes.includes(0)) return { ok: false, reason: 'conflict', sessions: failed(0) };
+    if (codes.includes(commitReply.otherEpoch)) {
+      return { ok: false, reason: 'epoch', sessions: failed(commitReply.otherEpoch) };
+    }
+    if (codes.includes(commitReply.conflict)) {
+      return { ok: false, reason: 'conflict', sessions: failed(commitReply.conflict) };
+    }
     return { ok: true };
   }
 
@@ -164,11 +151,11 @@ export class PlanStore {
     if (nodes.length === 0) return;
     const pipeline = this.#redis.pipeline();
     for (const node of nodes) pipeline.hset(this.#nodesKey(node), node.compactionId, JSON.stringify(node));
-    unwrap(await pipeline.exec());
+    await execAll(pipeline);
   }
 
   /** The session's plan and the node it starts from, in one round trip. */
-  async read(ref: PlanSessionRef): Promise<PlanRead> {
+  async read(ref: SessionRef): Promise<PlanRead> {
     const [epoch, plan, node] = await this.#redis.tidemarkResumeRead(
       this.#planKey(ref),
       this.#nodesKey(ref),
@@ -186,44 +173,19 @@ export class PlanStore {
    * Records the contextHash served for a context key (the node and the raw span), and returns the hash
    * first served for it: a different one is a divergence. One round trip.
    */
-  async recordContextHash(ref: PlanSessionRef, contextKey: string, contextHash: string): Promise<string> {
+  async recordContextHash(ref: SessionRef, contextKey: string, contextHash: string): Promise<string> {
     const key = this.#contextKey(ref);
     // Kept for a week after the session's last check: the hash grows with each new raw span.
-    const replies = unwrap(
-      await this.#redis
+    const replies = await execAll(
+      this.#redis
         .multi()
         .hsetnx(key, contextKey, contextHash)
         .hget(key, contextKey)
-        .expire(key, contextHashTtlSeconds)
-        .exec(),
+        .expire(key, contextHashTtlSeconds),
     );
     return (replies[1] as string | null) ?? contextHash;
-  }
-
-  /** Removes every session of the store (before a rebuild): nothing of an old epoch survives it. */
-  async clear(): Promise<void> {
-    for (const pattern of [
-      `${this.#prefix}resume:{*`,
-      `${this.#prefix}resume-nodes:{*`,
-      `${this.#prefix}resume-ctx:{*`,
-    ]) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await this.#redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length > 0) await this.#redis.unlink(...keys);
-      } while (cursor !== '0');
-    }
   }
 }
 
 /** The compaction a plan starts from (core's rule, re-exported for the store's readers). */
 export { planNodeId };
-
-function unwrap(results: [Error | null, unknown][] | null): unknown[] {
-  if (results === null) throw new Error('redis pipeline was discarded');
-  return results.map(([error, value]) => {
-    if (error !== null) throw error;
-    return value;
-  });
-}

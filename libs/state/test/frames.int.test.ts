@@ -103,7 +103,7 @@ describe('FrameStore', () => {
     ]);
     expect(lost).toMatchObject({ ok: false, reason: 'epoch' });
 
-    await frames.clear();
+    await frames.lifecycle.clear();
     await frames.restore('e2', [{ ...session, state: foldDecisions([emitted('m1')]), published: ['c1'] }]);
     const loaded = await frames.load([{ ...session, compactionIds: ['c1'] }]);
     expect(loaded.ok && loaded.epoch).toBe('e2');
@@ -138,17 +138,5 @@ describe('FrameStore', () => {
     ).toEqual({ ok: true });
     const replaced = await frames.load([{ ...session, compactionIds: ['c-old'] }]);
     expect(replaced.ok && replaced.sessions.get(sessionKeyOf(session))?.decided).toEqual(new Map());
-  });
-
-  it('takes the rebuild lock once, and only its owner renews or releases it', async () => {
-    const { frames } = store();
-    expect(await frames.lockRebuild('a', 10_000)).toBe(true);
-    expect(await frames.lockRebuild('b', 10_000)).toBe(false);
-    await frames.unlockRebuild('b');
-    expect(await frames.lockRebuild('b', 10_000)).toBe(false);
-    expect(await frames.renewRebuild('b', 10_000)).toBe(false);
-    expect(await frames.renewRebuild('a', 20_000)).toBe(true);
-    await frames.unlockRebuild('a');
-    expect(await frames.lockRebuild('b', 10_000)).toBe(true);
   });
 });

@@ -5,7 +5,11 @@ import {
   lookupMember,
   lookupMemberFact,
   memberFact,
-  sessionKeyPattern,
+  framesLayout,
+  plansLayout,
+  projectionLayout,
+  sessionKeysPattern,
+  windowsLayout,
   sessionKeys,
   spanMember,
 } from '../src/keys.js';
@@ -29,8 +33,25 @@ describe('projection keys', () => {
     expect(new Set(keys).size).toBe(keys.length);
   });
 
-  it('scan only the projection under a prefix, with glob characters in the prefix escaped', () => {
-    expect(sessionKeyPattern('a*b?:')).toBe('a\\*b\\?:proj:\\{*');
+  it('scan only one store under a prefix, with glob characters in the prefix escaped', () => {
+    expect(sessionKeysPattern('a*b?:', 'proj')).toBe('a\\*b\\?:proj:\\{*');
+  });
+
+  it('give every store its own epoch, lock and session patterns', () => {
+    const layouts = [
+      projectionLayout,
+      framesLayout,
+      plansLayout,
+      (p: string) => windowsLayout(p, 'g1:x'),
+    ].map((layout) => layout('p:'));
+    const all = layouts.flatMap((l) => [l.epochKey, l.lockKey, ...l.sessionPatterns]);
+    expect(new Set(all).size).toBe(all.length);
+    expect(layouts.map((l) => l.epochKey)).toEqual([
+      'p:proj:epoch',
+      'p:frames:epoch:2',
+      'p:resume:epoch:2',
+      'p:cmp:g1:x:epoch',
+    ]);
   });
 
   it('give a lookup range that holds exactly the members of its key at or before the seq', () => {

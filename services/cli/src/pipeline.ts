@@ -1,23 +1,23 @@
-import { compactorConfigSchema, createCompactor } from '@tidemark/compactor';
+import * as compactor from '@tidemark/compactor';
 import { Bus, provisionTopics, topicNames } from '@tidemark/contract';
 import { Redis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
-import { createMaterializer, materializerConfigSchema } from '@tidemark/materializer';
-import { createResume, resumeConfigSchema, type ResumeService } from '@tidemark/resume';
+import * as materializer from '@tidemark/materializer';
+import * as resume from '@tidemark/resume';
 import {
   commonConfig,
   createLogger,
   createServiceHost,
   dependencyCheck,
   logRedisOutages,
-  mountComponent,
+  mountService,
   parseConfig,
   z,
   type Logger,
-  type ServiceComponent,
+  type Service,
   type ServiceHost,
 } from '@tidemark/service';
-import { createValidator, validatorConfigSchema } from '@tidemark/validator';
+import * as validator from '@tidemark/validator';
 
 // The whole pipeline in one process, for local use and the end-to-end tests: the four services share
 // one host (one HTTP port with /healthz, /readyz, /metrics and the resume API) and one metrics registry.
@@ -37,7 +37,7 @@ export interface Pipeline {
   readonly host: ServiceHost;
   readonly url: string;
   readonly bus: Bus;
-  readonly resume: ResumeService;
+  readonly resume: resume.ResumeService;
   stop(): Promise<void>;
 }
 
@@ -77,16 +77,22 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
   const deps = (name: string) => ({ logger: child(name), metrics: host.metrics });
   try {
     // Downstream first, so each stage finds its consumers running when its input starts to flow.
-    const resume = createResume(parseConfig(resumeConfigSchema, env), { host, logger: child('resume') });
-    const stages: [string, ServiceComponent][] = [
-      ['resume', resume],
-      ['validator', createValidator(parseConfig(validatorConfigSchema, env), deps('validator'))],
-      ['compactor', createCompactor(parseConfig(compactorConfigSchema, env), deps('compactor'))],
-      ['materializer', createMaterializer(parseConfig(materializerConfigSchema, env), deps('materializer'))],
+    const resumeService = resume.create(parseConfig(resume.resumeConfigSchema, env), {
+      host,
+      logger: child('resume'),
+    });
+    const services: [string, Service][] = [
+      ['resume', resumeService],
+      ['validator', validator.create(parseConfig(validator.validatorConfigSchema, env), deps('validator'))],
+      ['compactor', compactor.create(parseConfig(compactor.compactorConfigSchema, env), deps('compactor'))],
+      [
+        'materializer',
+        materializer.create(parseConfig(materializer.materializerConfigSchema, env), deps('materializer')),
+      ],
     ];
-    for (const [name, component] of stages) await mountComponent(host, name, component);
+    for (const [name, service] of services) await mountService(host, name, service);
     const { url } = await host.listen();
-    return { host, url, bus, resume, stop: () => host.close() };
+    return { host, url, bus, resume: resumeService, stop: () => host.close() };
   } catch (error) {
     await host.close();
     throw error;
@@ -100,9 +106,14 @@ export async function waitUntilReady(host: ServiceHost, timeoutMs = 60_000): Pro
     const state = await host.readiness();
     if (state.ready) return;
     if (Date.now() > deadline) {
-      const waiting = Object.entries(state.checks)
-        .filter(([, ok]) => !ok)
-        .map(([name]) => name);
+      const waiting = [
+        ...Object.entries(state.states)
+          .filter(([, now]) => now !== 'ready')
+          .map(([name, now]) => `${name} (${now})`),
+        ...Object.entries(state.checks)
+          .filter(([, ok]) => !ok)
+          .map(([name]) => name),
+      ];
       throw new Error(`not ready after ${timeoutMs} ms: ${waiting.join(', ')}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 200));

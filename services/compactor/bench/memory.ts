@@ -12,7 +12,7 @@ import { Bus, provisionTopics, topicNames } from '@tidemark/contract';
 import { generateSession, type TurnEvent } from '@tidemark/core';
 import { createLogger, Registry } from '@tidemark/service';
 import { Redis } from 'ioredis';
-import { createCompactor } from '../src/compactor.js';
+import { create as createCompactor } from '../src/compactor.js';
 import { compactorConfigSchema } from '../src/config.js';
 
 const producing = process.argv[2] === 'produce';
@@ -85,7 +85,7 @@ async function measure(): Promise<void> {
     const redisBefore = await redisUsed(redis);
     const registry = new Registry();
     const compactor = createCompactor(config, { logger: createLogger('bench', 'warn'), metrics: registry });
-    await compactor.start();
+    await compactor.run();
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const baseline = settledRss();
     const baselineHeap = process.memoryUsage().heapUsed;

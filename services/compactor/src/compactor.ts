@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   Bus,
   markReported,
+  restartGroupsFromEarliest,
   provisionTopics,
   topicNames,
   type EventConsumer,
@@ -13,15 +14,18 @@ import {
   isRedisOutageError,
   logRedisOutages,
   Registry,
+  stateOf,
+  superviseRebuild,
   type Logger,
-  type ServiceComponent,
+  type Service,
+  type ServicePhase,
 } from '@tidemark/service';
-import { Projection } from '@tidemark/state';
+import { Projection, WindowMovedError, WindowsLostError, WindowStore } from '@tidemark/state';
 import { Redis } from 'ioredis';
 import type { Admin } from 'kafkajs';
 import { policiesOf, type CompactorConfig } from './config.js';
 import { CompactionEngine, engineMetrics, namespaceOf, summarizers } from './engine.js';
-import { CompactorStore, WindowMovedError, WindowsLostError } from './store.js';
+import type { SessionWindow } from './window.js';
 
 // The compactor service: turns.l0 → windows → compactions (a lossy node followed by its strict repair).
 // A shell around the engine: config, wiring, one consumer, readiness, shutdown. It reads no decision:
@@ -35,12 +39,12 @@ export interface CompactorDeps {
   readonly redis?: Redis;
 }
 
-export interface Compactor extends ServiceComponent {
+export interface Compactor extends Service {
   /** The store namespace this compactor writes (generation and policy). */
   readonly namespace: string;
 }
 
-export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {}): Compactor {
+export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compactor {
   const logger = deps.logger ?? createLogger('compactor', config.LOG_LEVEL);
   const register = deps.metrics ?? new Registry();
   const policies = policiesOf(config);
@@ -57,9 +61,9 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
   let producer: EventProducer | null = null;
   let turns: EventConsumer | null = null;
   let engine: CompactionEngine | null = null;
-  let store: CompactorStore | null = null;
-  let rebuilding: Promise<void> | null = null;
-  let stopped = false;
+  let store: WindowStore<SessionWindow> | null = null;
+  let phase: ServicePhase = 'idle';
+  const stopped = (): boolean => phase === 'draining' || phase === 'stopped';
 
   const turnsConsumer = (b: Bus): EventConsumer =>
     b.consumer({
@@ -93,62 +97,58 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
 
   /**
    * Builds the namespace anew from turns.l0: the consumer stopped, every key of the namespace deleted
-   * under a new epoch, turns.l0 replayed from the start; ready again once the replay has passed every
-   * turn that was on turns.l0 when it began. What is recomputed is published again under the same ids
-   * with the same bytes (the validator decides nothing twice).
+   * under a new epoch, turns.l0 replayed from the start; done once the replay has passed every turn that
+   * was on turns.l0 when it began. What is recomputed is published again under the same ids with the
+   * same bytes (the validator decides nothing twice). Ready again after.
    */
-  const replayFromStart = async (reason: string): Promise<void> => {
-    const began = Date.now();
+  const replayFromStart = async (reason: string, attempt: number): Promise<void> => {
     await turns?.stop();
-    // Until it succeeds: a rebuild that gave up would leave the compactor stopped for good.
-    for (let attempt = 1, pause = 500; !stopped; attempt++, pause = Math.min(pause * 2, 10_000)) {
-      try {
-        const admin = await bus!.admin();
-        const ends = await admin.fetchTopicOffsets(topics.turns);
-        await restartFromEarliest(admin, config.GROUP_ID, topics.turns);
-        const deleted = await store!.reset(randomUUID());
-        if (stopped) return;
-        turns = turnsConsumer(bus!);
-        await turns.run();
-        logger.info(
-          { namespace, reason, deletedKeys: deleted, attempt },
-          'compactor windows cleared; replaying turns.l0 from the start',
-        );
-        await committedUpTo(admin, config.GROUP_ID, topics.turns, ends, () => stopped);
-        if (stopped) return;
-        logger.info({ namespace, ms: Date.now() - began }, 'compactor rebuilt');
-        return;
-      } catch (error) {
-        logger.warn(
-          { err: error, attempt, retryInMs: pause },
-          'rebuilding the compactor state failed; retrying',
-        );
-        await turns?.stop().catch(() => undefined);
-        await new Promise((resolve) => setTimeout(resolve, pause));
-      }
-    }
+    if (stopped()) return;
+    const admin = await bus!.admin();
+    const ends = await admin.fetchTopicOffsets(topics.turns);
+    // Its consumer is stopped: the group is empty and can be moved.
+    await restartGroupsFromEarliest(admin, [config.GROUP_ID], { stopped });
+    const deleted = await store!.lifecycle.reset(randomUUID());
+    if (stopped()) return;
+    turns = turnsConsumer(bus!);
+    await turns.run();
+    logger.info(
+      { namespace, reason, deletedKeys: deleted, attempt },
+      'compactor windows cleared; replaying turns.l0 from the start',
+    );
+    await committedUpTo(admin, config.GROUP_ID, topics.turns, ends, stopped);
   };
+  const rebuilds = superviseRebuild({
+    what: 'compactor windows',
+    logger,
+    attempt: replayFromStart,
+    afterFailure: async () => {
+      await turns?.stop();
+    },
+  });
 
   /**
    * Redis lost the compactor's state while running: rebuilt from the topics (replayFromStart), outside
    * the batch that noticed (a consumer cannot stop itself from inside its own batch).
    */
   const rebuild = (reason: string, lost = true): void => {
-    if (rebuilding !== null || stopped) return;
+    if (rebuilds.running || stopped()) return;
     if (lost)
       logger.warn({ namespace, reason }, 'compactor state lost: rebuilding it from the start of the topics');
     else
       logger.info({ namespace, reason }, 'compactor state absent: building it from the start of the topics');
-    rebuilding = replayFromStart(reason).finally(() => {
-      rebuilding = null;
-    });
+    void rebuilds.run(reason);
   };
 
   return {
     namespace,
     // Nothing answers a frozen Redis or broker: the pings have a deadline.
     dependencies: connectionChecks({ redis: () => redis, kafka: () => bus }, config.DEPENDENCY_TIMEOUT_MS),
-    async start() {
+    get state() {
+      return stateOf(phase, rebuilds.running, turns?.ready() ?? false);
+    },
+    async run() {
+      phase = 'starting';
       bus = await Bus.connect({
         brokers: config.KAFKA_BROKERS,
         registryUrl: config.SCHEMA_REGISTRY_URL,
@@ -163,8 +163,8 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
       redis =
         deps.redis ??
         logRedisOutages(new Redis(config.REDIS_URL, { maxRetriesPerRequest: null }), logger, 'compactor');
-      store = new CompactorStore(redis, { prefix: config.REDIS_PREFIX, namespace });
-      const lost = !(await store.hasEpoch());
+      store = new WindowStore<SessionWindow>(redis, { prefix: config.REDIS_PREFIX, namespace });
+      const lost = (await store.lifecycle.epoch()) === null;
       producer = await bus.producer();
       engine = new CompactionEngine({
         policyFor: policies.policyFor,
@@ -188,6 +188,7 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
         turns = turnsConsumer(bus);
         await turns.run();
       }
+      phase = 'running';
       logger.info(
         {
           namespace,
@@ -200,15 +201,13 @@ export function createCompactor(config: CompactorConfig, deps: CompactorDeps = {
       );
     },
     async stop() {
-      if (stopped) return;
-      stopped = true;
-      await rebuilding;
+      if (stopped()) return;
+      phase = 'draining';
+      await rebuilds.stop();
       await turns?.stop();
       await bus?.disconnect();
       if (deps.redis === undefined) redis?.disconnect();
-    },
-    ready() {
-      return !stopped && rebuilding === null && (turns?.ready() ?? false);
+      phase = 'stopped';
     },
   };
 }
@@ -228,18 +227,4 @@ async function committedUpTo(
     if (wanted.every((e) => (at.get(e.partition) ?? -1) >= Number(e.high))) return;
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-}
-
-/**
- * Points the group at the start of the topic. Its consumers must be stopped: a group with members
- * cannot be moved, and that is an error (the rebuild retries) rather than a replay that silently starts
- * mid-topic over empty windows.
- */
-export async function restartFromEarliest(admin: Admin, groupId: string, topic: string): Promise<void> {
-  // A group that never committed reads from the start anyway.
-  const committed = await admin.fetchOffsets({ groupId, topics: [topic] });
-  if (committed.every((t) => t.partitions.every((p) => Number(p.offset) < 0))) return;
-  // Deleting the (empty) group drops its committed offsets in one request, and its next member reads
-  // from the start (fromBeginning). kafkajs's resetOffsets joins the group and waits out a fetch: ≈5 s.
-  await admin.deleteGroups([groupId]);
 }

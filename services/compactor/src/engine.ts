@@ -16,15 +16,22 @@ import {
   type TurnEvent,
 } from '@tidemark/core';
 import { Counter, Gauge, Histogram, type Registry } from '@tidemark/service';
-import type { Projection } from '@tidemark/state';
+import {
+  WindowsLostError,
+  type Projection,
+  type SessionRef,
+  type WindowStore,
+  type WindowUpdate,
+} from '@tidemark/state';
 import type { Logger } from 'pino';
-import { WindowsLostError, type CompactorStore, type SessionRef, type WindowUpdate } from './store.js';
 import {
   ingest,
   type Admission,
   type Compacted,
   type CompactionContext,
+  type SessionWindow,
   type StateAnswer,
+  windowOf,
 } from './window.js';
 
 // One batch at a time, for the service and for replay alike: turns.l0 batches advance windows and
@@ -47,7 +54,7 @@ export interface EngineOptions {
    */
   readonly maxRepairs: number;
   readonly stateWaitMs: number;
-  readonly store: CompactorStore;
+  readonly store: WindowStore<SessionWindow>;
   readonly projection: Projection;
   readonly producer: EventProducer;
   readonly metrics: EngineMetrics;
@@ -99,13 +106,13 @@ export class CompactionEngine {
     if (!loaded.epoch) throw new WindowsLostError();
 
     const produced: Compacted[] = [];
-    const updates: WindowUpdate[] = [];
+    const updates: WindowUpdate<SessionWindow>[] = [];
     const admissions: Record<Admission, number> = { accepted: 0, duplicate: 0, gap: 0, invalid: 0 };
     // Sessions are independent: their summaries (and state reads) overlap; each session's own steps
     // stay in order.
     await Promise.all(
       groups.map(async ([key, list], index) => {
-        const start = loaded.windows[index]!;
+        const start = windowOf(loaded.windows[index] ?? null, list[0]!.value);
         // Filled as turns are admitted: a summary's text is the admitted turn's, never a redelivery's.
         const batchTurns = new Map<number, TurnEvent>();
         const result = await ingest(

@@ -1,5 +1,5 @@
 import { createLogger, parseConfig, runMain } from '@tidemark/service';
-import { createCompactor } from './compactor.js';
+import { create } from './compactor.js';
 import { compactorConfigSchema } from './config.js';
 
 const config = parseConfig(compactorConfigSchema);
@@ -10,5 +10,5 @@ await runMain({
   host: config.HTTP_HOST,
   logger,
   graceMs: config.SHUTDOWN_GRACE_MS,
-  create: (host) => createCompactor(config, { logger: host.logger, metrics: host.metrics }),
+  create: (host) => create(config, { logger: host.logger, metrics: host.metrics }),
 });

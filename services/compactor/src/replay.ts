@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { Bus, topicNames } from '@tidemark/contract';
 import type { Policy } from '@tidemark/core';
 import { createLogger, logRedisOutages, Registry, type Logger } from '@tidemark/service';
-import { Projection } from '@tidemark/state';
+import { Projection, WindowStore } from '@tidemark/state';
 import { SingleBar } from 'cli-progress';
 import { Redis } from 'ioredis';
 import { CompactionEngine, engineMetrics, namespaceOf, summarizerFor } from './engine.js';
-import { CompactorStore } from './store.js';
+import type { SessionWindow } from './window.js';
 
 // Replay: read turns.l0 from the start with a fresh consumer group, compact every session under a policy
 // as one generation, publish the compactions, and stop at the end offsets captured at the start. The
@@ -87,8 +87,8 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
     const ends = new Map(offsets.map((p) => [p.partition, Number(p.high)]));
     const total = offsets.reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
 
-    const store = new CompactorStore(redis, { prefix: redisPrefix, namespace });
-    if (!(await store.hasEpoch())) await store.reset(randomUUID());
+    const store = new WindowStore<SessionWindow>(redis, { prefix: redisPrefix, namespace });
+    if ((await store.lifecycle.epoch()) === null) await store.lifecycle.reset(randomUUID());
     const summarizer = summarizerFor(options.policy.summarizer, {
       baseUrl: options.modelBaseUrl,
       apiKey: options.modelApiKey,

@@ -53,6 +53,15 @@ export function emptyWindow(tenantId: string, sessionId: string): SessionWindow 
   return { tenantId, sessionId, lastSeq: 0, turns: [], nodes: [], priors: [], renditions: {} };
 }
 
+/** A session's window as the store holds it (null: none yet); one stored before renditions has none. */
+export function windowOf(
+  stored: (Omit<SessionWindow, 'renditions'> & Partial<SessionWindow>) | null,
+  ref: { readonly tenantId: string; readonly sessionId: string },
+): SessionWindow {
+  if (stored === null) return emptyWindow(ref.tenantId, ref.sessionId);
+  return { ...stored, renditions: stored.renditions ?? {} };
+}
+
 /**
  * Whether a turn enters the window, by the fold's rules: the next seq, valid, is accepted; a seq
  * already accepted is a redelivery or a conflict (both leave the session as it is); a later seq is a

@@ -7,7 +7,7 @@ import {
 } from '@tidemark/core';
 import { createLogger, Registry } from '@tidemark/service';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { createCompactor } from '../src/compactor.js';
+import { create as createCompactor } from '../src/compactor.js';
 import { policyOf } from '../src/config.js';
 import { collectCompactions, distinct, hasIds, stage } from './harness.js';
 
@@ -17,7 +17,7 @@ const version = 'tidemark-compactor/1';
 async function runCompactor(config: ReturnType<Awaited<ReturnType<typeof stage>>['config']>) {
   const metrics = new Registry();
   const compactor = createCompactor(config, { logger, metrics });
-  await compactor.start();
+  await compactor.run();
   onTestFinished(() => compactor.stop());
   return { compactor, metrics };
 }

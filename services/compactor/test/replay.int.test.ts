@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import { canonicalJson, definePolicy, generateSession, runReference, type Compaction } from '@tidemark/core';
 import { createLogger, Registry } from '@tidemark/service';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { createCompactor } from '../src/compactor.js';
+import { create as createCompactor } from '../src/compactor.js';
 import { replay } from '../src/replay.js';
 import { replayCommand } from '../src/replay-command.js';
 import type { ReplayResult } from '../src/replay.js';
@@ -30,7 +30,7 @@ describe('replay', () => {
     // Generation 1, by the service.
     const collected = await collectCompactions(s.bus);
     const compactor = createCompactor(s.config(), { logger, metrics: new Registry() });
-    await compactor.start();
+    await compactor.run();
     onTestFinished(() => compactor.stop());
     const first = referenceOf(definePolicy(), 1);
     await collected.waitFor(hasIds(first.map((c) => c.compactionId)));

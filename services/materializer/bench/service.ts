@@ -15,7 +15,7 @@ import { parseConfig, Registry } from '@tidemark/service';
 import { Projection } from '@tidemark/state';
 import { Redis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
-import { createMaterializer, materializerConfigSchema } from '../src/index.js';
+import { create as createMaterializer, materializerConfigSchema } from '../src/index.js';
 
 const totalTurns = Number(process.env.BENCH_TURNS ?? 40_000);
 const sessions = Number(process.env.BENCH_SESSIONS ?? 80);
@@ -86,7 +86,7 @@ const applied = async (): Promise<number> =>
     (sum, w) => sum + w.appliedSeq,
     0,
   );
-await materializer.start();
+await materializer.run();
 let first = 0;
 for (;;) {
   const now = await applied();

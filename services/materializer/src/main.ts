@@ -1,6 +1,6 @@
 import { createLogger, parseConfig, runMain } from '@tidemark/service';
 import { materializerConfigSchema } from './config.js';
-import { createMaterializer } from './materializer.js';
+import { create } from './materializer.js';
 
 // The materializer as its own process: config from the environment, a host with /healthz /readyz
 // /metrics, and a graceful stop on SIGTERM (intake stops, the current batch is applied and committed,
@@ -13,5 +13,5 @@ await runMain({
   host: config.HTTP_HOST,
   logger,
   graceMs: config.SHUTDOWN_GRACE_MS,
-  create: (host) => createMaterializer(config, { logger, metrics: host.metrics }),
+  create: (host) => create(config, { logger, metrics: host.metrics }),
 });

@@ -1,13 +1,13 @@
 import {
   Bus,
-  deadLetterOf,
   provisionTopics,
+  restartGroupsFromEarliest,
   topicNames,
   type DecodedRecord,
   type EventConsumer,
   type EventProducer,
 } from '@tidemark/contract';
-import type { DeadLetter, TurnEvent } from '@tidemark/core';
+import type { TurnEvent } from '@tidemark/core';
 import {
   createLogger,
   connectionChecks,
@@ -16,12 +16,15 @@ import {
   Registry,
   type Logger,
   type ReadinessCheck,
-  type ServiceComponent,
+  type Service,
+  type ServiceState,
 } from '@tidemark/service';
-import { Projection, type ApplyOutcome } from '@tidemark/state';
+import { Projection } from '@tidemark/state';
 import { Redis } from 'ioredis';
 import type { Admin } from 'kafkajs';
 import type { MaterializerConfig } from './config.js';
+import { DeadLetterLog } from './dead-letters.js';
+import { RebuildProgress } from './rebuild-progress.js';
 import { materializerMetrics, type MaterializerMetrics } from './metrics.js';
 
 // The materializer: a thin shell around Projection. It consumes turns.l0 in its own group, applies each
@@ -39,31 +42,19 @@ export interface MaterializerDeps {
   readonly clientId?: string;
 }
 
-export type MaterializerState = 'idle' | 'running' | 'rebuilding' | 'stopped';
+/** Where the materializer is; `rebuilding` from the rebuild's start until its replay caught up. */
+type Phase = 'idle' | 'running' | 'rebuilding' | 'stopped';
 
-export interface Materializer extends ServiceComponent {
+export interface Materializer extends Service {
   readonly projection: Projection;
-  state(): MaterializerState;
   /** Rebuilds the projection from L0 now; resolves once the replay has started (not caught up). */
   rebuild(reason: string): Promise<void>;
   /** Resolves once no rebuild is under way or asked for (or rejects after `timeoutMs`). */
   caughtUp(timeoutMs: number): Promise<void>;
 }
 
-export function createMaterializer(config: MaterializerConfig, deps: MaterializerDeps = {}): Materializer {
+export function create(config: MaterializerConfig, deps: MaterializerDeps = {}): Materializer {
   return new MaterializerService(config, deps);
-}
-
-/** What a rebuild tracks until the replay has reached the end of L0 as it was when the rebuild began. */
-interface RebuildProgress {
-  readonly epoch: string;
-  /** Per partition, the end offset (high watermark) at the start. */
-  readonly targets: ReadonlyMap<number, number>;
-  /** Per partition, the next offset after the last record applied. */
-  readonly reached: Map<number, number>;
-  lastBatchAt: number;
-  /** Batches being applied right now (a slow batch is not an idle consumer). */
-  inFlight: number;
 }
 
 class MaterializerService implements Materializer {
@@ -81,7 +72,7 @@ class MaterializerService implements Materializer {
   #admin: Admin | null = null;
   #consumer: EventConsumer | null = null;
   #epoch: string | null = null;
-  #state: MaterializerState = 'idle';
+  #state: Phase = 'idle';
   #rebuild: Promise<void> | null = null;
   #progress: RebuildProgress | null = null;
   /** The write that clears a finished rebuild's mark, while it is in flight. */
@@ -90,8 +81,7 @@ class MaterializerService implements Materializer {
   #ticking = false;
   /** A rebuild that failed, to try again on the next tick. */
   #retryRebuild: string | null = null;
-  /** Dead letters this process already published (partition:offset:reason:index): a replay does not repeat them. */
-  readonly #sent = new Set<string>();
+  readonly #deadLetters = new DeadLetterLog();
   readonly #onRedisReady = (): void => {
     void this.#checkEpoch('redis ready');
   };
@@ -123,20 +113,20 @@ class MaterializerService implements Materializer {
     );
   }
 
-  state(): MaterializerState {
-    return this.#state;
+  get state(): ServiceState {
+    switch (this.#state) {
+      case 'idle':
+        return 'starting';
+      case 'rebuilding':
+        return 'rebuilding';
+      case 'stopped':
+        return 'stopped';
+      case 'running':
+        return this.#consumer?.ready() === true && this.#redis.status === 'ready' ? 'ready' : 'starting';
+    }
   }
 
-  ready(): boolean {
-    return (
-      (this.#state === 'running' || this.#state === 'rebuilding') &&
-      this.#consumer !== null &&
-      this.#consumer.ready() &&
-      this.#redis.status === 'ready'
-    );
-  }
-
-  async start(): Promise<void> {
+  async run(): Promise<void> {
     if (this.#state !== 'idle') throw new Error(`the materializer is ${this.#state}, not idle`);
     const bus = await Bus.connect({
       brokers: this.#config.KAFKA_BROKERS,
@@ -234,30 +224,29 @@ class MaterializerService implements Materializer {
     this.#consumer = null;
     if (stopped()) return;
     const epoch = await this.projection.beginRebuild(reason);
-    await resetToEarliest(admin, this.#config.MATERIALIZER_GROUP_ID, this.#logger, stopped);
+    await restartGroupsFromEarliest(admin, [this.#config.MATERIALIZER_GROUP_ID], {
+      stopped,
+      onRetry: (error, attempt) =>
+        this.#logger.warn({ err: error, attempt }, 'resetting the group offsets failed; retrying'),
+    });
     const ends = await admin.fetchTopicOffsets(this.#topics.turns);
     if (stopped()) return;
-    this.#progress = {
-      epoch,
-      targets: new Map(ends.map((p) => [p.partition, Number(p.high)])),
-      reached: new Map(ends.map((p) => [p.partition, Number(p.low)])),
-      lastBatchAt: Date.now(),
-      inFlight: 0,
-    };
+    this.#progress = new RebuildProgress(epoch, ends);
     this.#epoch = epoch;
     await this.#startConsumer();
     this.#progress.lastBatchAt = Date.now();
-    this.#logger.info({ epoch, targets: Object.fromEntries(this.#progress.targets) }, 'rebuild replaying L0');
+    this.#logger.info({ epoch, targets: this.#progress.describeTargets() }, 'rebuild replaying L0');
     await this.#maybeFinishRebuild();
   }
 
   async #maybeFinishRebuild(): Promise<void> {
     const progress = this.#progress;
     if (progress === null || this.#consumer === null) return;
-    const reachedAll = [...progress.targets].every(
-      ([partition, high]) => (progress.reached.get(partition) ?? 0) >= high,
-    );
-    const idle = this.#consumer.ready() && Date.now() - progress.lastBatchAt >= this.#config.REBUILD_IDLE_MS;
+    const reachedAll = progress.reachedAll();
+    const idle =
+      this.#consumer.ready() &&
+      progress.inFlight === 0 &&
+      Date.now() - progress.lastBatchAt >= this.#config.REBUILD_IDLE_MS;
     if (!reachedAll && !idle) return;
     this.#progress = null;
     // Until the mark is cleared the rebuild is not over: caughtUp waits for this write too.
@@ -305,12 +294,7 @@ class MaterializerService implements Materializer {
       if (progress !== null) progress.inFlight--;
     }
     if (progress !== null && this.#progress === progress) {
-      const last = records[records.length - 1]!.raw;
-      progress.reached.set(
-        last.partition,
-        Math.max(progress.reached.get(last.partition) ?? 0, last.offset + 1),
-      );
-      progress.lastBatchAt = Date.now();
+      progress.applied(records[records.length - 1]!.raw);
       await this.#maybeFinishRebuild();
     }
   }
@@ -337,21 +321,20 @@ class MaterializerService implements Materializer {
       );
       return;
     }
-    const dead = this.#deadLetters(records, applied.outcomes);
+    const dead = this.#deadLetters.lettersFor(records, applied.outcomes);
     if (dead.length > 0) {
       await producer.send(
         'deadletter',
         dead.map((d) => d.letter),
       );
+      this.#deadLetters.sent(dead);
       for (const d of dead) {
-        this.#sent.add(d.id);
         this.#metrics.deadLetter(d.letter.reason);
         this.#logger.warn(
           { partition: d.letter.partition, offset: d.letter.offset, reason: d.letter.reason },
           `dead-lettered: ${d.letter.message}`,
         );
       }
-      if (this.#sent.size > 100_000) this.#sent.clear();
     }
     let fresh = 0;
     let duplicate = 0;
@@ -365,29 +348,6 @@ class MaterializerService implements Materializer {
     this.#metrics.turns('duplicate', duplicate);
     this.#metrics.turns('refused', refused);
     this.#metrics.applied(Number(process.hrtime.bigint() - started) / 1e9, records.length);
-  }
-
-  /** A dead letter per refused turn and per skipped change, except those this process already sent. */
-  #deadLetters(
-    records: readonly DecodedRecord<TurnEvent>[],
-    outcomes: readonly ApplyOutcome[],
-  ): { id: string; letter: DeadLetter }[] {
-    const dead: { id: string; letter: DeadLetter }[] = [];
-    outcomes.forEach((outcome, i) => {
-      const raw = records[i]!.raw;
-      const add = (reason: DeadLetter['reason'], index: number, message: string): void => {
-        const id = `${raw.partition}:${raw.offset}:${reason}:${index}`;
-        if (this.#sent.has(id)) return;
-        dead.push({ id, letter: deadLetterOf(raw, reason, message, 'materializer') });
-      };
-      const { result, turn } = outcome;
-      const where = `${turn.tenantId}/${turn.sessionId} seq ${turn.seq}`;
-      if (!result.ok) add(result.reason, -1, `${where}: ${result.message}`);
-      for (const skipped of outcome.skipped) {
-        add(skipped.reason, skipped.index, `${where}, change ${skipped.index} skipped: ${skipped.message}`);
-      }
-    });
-    return dead;
   }
 
   async #tick(): Promise<void> {
@@ -413,33 +373,6 @@ class MaterializerService implements Materializer {
     if (current === expected || this.#rebuild !== null || this.#epoch !== expected) return;
     this.#logger.warn({ why, expected, found: current }, 'projection epoch gone');
     await this.rebuild(current === null ? 'projection lost' : 'epoch replaced');
-  }
-}
-
-/**
- * Points the group back at the beginning of the topic by deleting the group (its committed offsets go
- * with it; the consumer reads a group without offsets from the beginning). kafkajs' resetOffsets would
- * do the same through a throwaway consumer that waits a whole fetch (5 s) before it commits. The group
- * must have no members: the caller has stopped its consumer, but the coordinator may take a moment.
- */
-async function resetToEarliest(
-  admin: Admin,
-  groupId: string,
-  logger: Logger,
-  stopped: () => boolean,
-): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await admin.deleteGroups([groupId]);
-      return;
-    } catch (error) {
-      const groups = (error as { groups?: { error?: { type?: string } }[] }).groups ?? [];
-      // Never committed anything: already at the beginning.
-      if (groups.length > 0 && groups.every((g) => g.error?.type === 'GROUP_ID_NOT_FOUND')) return;
-      if (attempt >= 20 || stopped()) throw error;
-      logger.warn({ err: error, attempt }, 'resetting the group offsets failed; retrying');
-      await sleep(Math.min(250 * attempt, 2_000));
-    }
   }
 }
 

@@ -2,7 +2,7 @@ import { createLogger, logRedisOutages, parseConfig } from '@tidemark/service';
 import { Projection } from '@tidemark/state';
 import { Redis } from 'ioredis';
 import { materializerConfigSchema } from './config.js';
-import { createMaterializer } from './materializer.js';
+import { create as createMaterializer } from './materializer.js';
 
 // `pnpm --filter @tidemark/materializer rebuild [--run] [--timeout-ms N]`: rebuilds the projection from L0
 // on demand. It declares the projection lost (drops its epoch and marks a rebuild as asked for: readers
@@ -24,7 +24,7 @@ try {
   logger.info({ run }, 'projection invalidated');
   if (run) {
     const materializer = createMaterializer(config, { logger, redis });
-    await materializer.start();
+    await materializer.run();
     try {
       await materializer.caughtUp(timeoutMs);
     } finally {

@@ -9,7 +9,7 @@ import { endpoints, redisClient, uniqueName } from '@tidemark/test-infra';
 import type { Redis } from 'ioredis';
 import { expect, onTestFinished } from 'vitest';
 import {
-  createMaterializer,
+  create as createMaterializer,
   materializerConfigSchema,
   type Materializer,
   type MaterializerConfig,
@@ -130,7 +130,7 @@ export async function harness(): Promise<Harness> {
         { metrics: new Registry(), clientId: uniqueName('materializer') },
       );
       onTestFinished(() => materializer.stop());
-      await materializer.start();
+      await materializer.run();
       return materializer;
     },
     async publish(turns) {

@@ -133,7 +133,7 @@ describe('materializer', () => {
     const more = generateSession(5, { turns: 20, sessionId: 'after-rebuild' });
     await h.publish(more);
     await h.waitForWatermarks(expectedWatermarks(more));
-    expect(materializer.state()).toBe('running');
+    expect(materializer.state).toBe('ready');
   });
 
   it('dead-letters each bad input with its reason code, marks the session broken, and keeps consuming', async () => {

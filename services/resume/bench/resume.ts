@@ -28,7 +28,7 @@ import { hashToken } from '../src/auth.js';
 import { resumeConfigSchema } from '../src/config.js';
 import { L0Reader } from '../src/l0-reader.js';
 import { createResumeClient } from '../src/library.js';
-import { createResume } from '../src/service.js';
+import { create as createResume } from '../src/service.js';
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';
 const digestRuns = Number(process.env.BENCH_DIGEST_RUNS ?? 2000);
@@ -160,7 +160,7 @@ async function main(): Promise<void> {
     processMetrics: false,
   });
   const service = createResume(config, { host });
-  await service.start();
+  await service.run();
   const { url } = await host.listen();
   const client = service.client;
   step('service started; waiting for plans');

@@ -78,3 +78,14 @@ export class TokenVerifier {
     return tenantId === null ? { ok: false, reason: 'unknown' } : { ok: true, tenantId };
   }
 }
+
+/** The tokens the configuration names: RESUME_TOKENS, then the lines of RESUME_TOKENS_FILE. */
+export function tokensFromConfig(config: {
+  readonly RESUME_TOKENS?: string | undefined;
+  readonly RESUME_TOKENS_FILE?: string | undefined;
+}): TokenEntry[] {
+  return [
+    ...(config.RESUME_TOKENS === undefined ? [] : parseTokenList(config.RESUME_TOKENS)),
+    ...(config.RESUME_TOKENS_FILE === undefined ? [] : readTokenFile(config.RESUME_TOKENS_FILE)),
+  ];
+}

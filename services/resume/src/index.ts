@@ -1,6 +1,7 @@
 // @tidemark/resume: the resume worker (markers → a resume plan per session), the HTTP API and the
 // in-process library agent runtimes resume with.
-export { createResume, tokensFromConfig, type ResumeDeps, type ResumeService } from './service.js';
+export { create, type ResumeDeps, type ResumeService } from './service.js';
+export { tokensFromConfig } from './auth.js';
 export { createResumeClient, type ResumeClientOptions, type ResumeLibraryClient } from './library.js';
 export {
   ResumeUnavailableError,

@@ -1,7 +1,7 @@
 // The resume service as a process: parse config, host, start, run until signalled.
 import { createLogger, parseConfig, runMain } from '@tidemark/service';
 import { resumeConfigSchema } from './config.js';
-import { createResume } from './service.js';
+import { create } from './service.js';
 
 const config = parseConfig(resumeConfigSchema);
 const logger = createLogger('resume', config.LOG_LEVEL);
@@ -11,5 +11,5 @@ await runMain({
   host: config.HTTP_HOST,
   logger,
   graceMs: config.SHUTDOWN_GRACE_MS,
-  create: (host) => createResume(config, { host }),
+  create: (host) => create(config, { host }),
 });

@@ -13,6 +13,9 @@ export interface ResumeMetrics {
   readonly staleSessions: Gauge;
   /** What staleSessions sums at scrape time: each client's count of sessions it last found stale. */
   readonly staleSources: Set<() => number>;
+  readonly consumerLag: Gauge;
+  /** What consumerLag sums at scrape time: each worker's lag, asked of the broker (null: unknown). */
+  readonly lagSources: Set<() => Promise<number | null>>;
 }
 
 const cache = new WeakMap<Registry, ResumeMetrics>();
@@ -22,6 +25,7 @@ export function resumeMetrics(registry: Registry): ResumeMetrics {
   if (existing !== undefined) return existing;
   const registers = [registry];
   const staleSources = new Set<() => number>();
+  const lagSources = new Set<() => Promise<number | null>>();
   const metrics: ResumeMetrics = {
     resumes: new Counter({
       name: 'tidemark_resume_requests_total',
@@ -83,6 +87,16 @@ export function resumeMetrics(registry: Registry): ResumeMetrics {
       },
     }),
     staleSources,
+    consumerLag: new Gauge({
+      name: 'tidemark_resume_consumer_lag',
+      help: 'Records of the markers and compactions topics the resume worker has not applied yet.',
+      registers,
+      async collect() {
+        const lags = await Promise.all([...lagSources].map((lag) => lag().catch(() => null)));
+        this.set(lags.reduce<number>((sum, lag) => sum + (lag ?? 0), 0));
+      },
+    }),
+    lagSources,
   };
   cache.set(registry, metrics);
   return metrics;

@@ -3,26 +3,29 @@ import { Bus, provisionTopics, topicNames } from '@tidemark/contract';
 import {
   createLogger,
   connectionChecks,
-  Gauge,
   logRedisOutages,
-  type Logger,
   Registry,
-  type ServiceComponent,
+  stateOf,
+  superviseRebuild,
+  type Logger,
+  type Service,
   type ServiceHost,
+  type ServicePhase,
 } from '@tidemark/service';
 import { PlanStore } from '@tidemark/state';
 import { Redis } from 'ioredis';
-import { parseTokenList, readTokenFile, TokenVerifier, type TokenEntry } from './auth.js';
+import { TokenVerifier, tokensFromConfig, type TokenEntry } from './auth.js';
 import { ResumeUnavailableError } from './client.js';
-import { createResumeClient, type ResumeLibraryClient } from './library.js';
 import { policiesOf, type ResumeConfig } from './config.js';
 import { registerResumeRoutes } from './http.js';
+import { createResumeClient, type ResumeLibraryClient } from './library.js';
 import { resumeMetrics } from './metrics.js';
+import { rebuildPlanStore } from './store-rebuild.js';
 import { ResumeWorker } from './worker.js';
 
 // The resume service: the worker (markers → plans, compactions → nodes) and the HTTP API over the
-// library client, in one component. createResume registers its routes on the host it is given (the
-// all-in-one process shares one); it never touches process signals.
+// library client, in one service. It registers its routes on the host it is given (the all-in-one
+// process shares one); it never touches process signals.
 
 export interface ResumeDeps {
   /** The host to register the HTTP routes on (and whose metrics registry and logger to use). */
@@ -33,38 +36,19 @@ export interface ResumeDeps {
   readonly tokens?: readonly TokenEntry[];
 }
 
-export interface ResumeService extends ServiceComponent {
-  /** The in-process library the HTTP handler uses (available after start). */
+export interface ResumeService extends Service {
+  /** The in-process library the HTTP handler uses (available after run). */
   readonly client: ResumeLibraryClient;
   readonly worker: ResumeWorker | null;
 }
 
-export function tokensFromConfig(config: ResumeConfig): TokenEntry[] {
-  return [
-    ...(config.RESUME_TOKENS === undefined ? [] : parseTokenList(config.RESUME_TOKENS)),
-    ...(config.RESUME_TOKENS_FILE === undefined ? [] : readTokenFile(config.RESUME_TOKENS_FILE)),
-  ];
-}
-
+/** How long one worker may hold the rebuild lock without renewing it. */
 const rebuildLockMs = 60_000;
-const groupIdNotFound = 69;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): ResumeService {
+export function create(config: ResumeConfig, deps: ResumeDeps = {}): ResumeService {
   const logger = deps.logger ?? deps.host?.logger ?? createLogger('resume', config.LOG_LEVEL);
   const registry = deps.metrics ?? deps.host?.metrics ?? new Registry();
   const metrics = resumeMetrics(registry);
-  // The worker's lag on markers and compactions, asked of the broker at scrape time.
-  if (registry.getSingleMetric('tidemark_resume_consumer_lag') === undefined) {
-    new Gauge({
-      name: 'tidemark_resume_consumer_lag',
-      help: 'Records of the markers and compactions topics the resume worker has not applied yet.',
-      registers: [registry],
-      async collect() {
-        this.set((await worker?.lag().catch(() => null)) ?? 0);
-      },
-    });
-  }
   const tokens = new TokenVerifier(deps.tokens ?? tokensFromConfig(config));
   // The compactor's policies (a bad override fails here, at start): when a session's L1 is due.
   const { policyFor } = policiesOf(config);
@@ -76,18 +60,18 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
   let worker: ResumeWorker | null = null;
   let plans: PlanStore | null = null;
   let watcher: NodeJS.Timeout | null = null;
-  let rebuilding: Promise<void> | null = null;
-  let stopped = false;
+  let phase: ServicePhase = 'idle';
+  const stopped = (): boolean => phase === 'draining' || phase === 'stopped';
+  const workerLag = () => worker?.lag() ?? Promise.resolve(null);
+  metrics.lagSources.add(workerLag);
 
-  // Routes go on before listen(); they answer 503 until start() has connected.
-  const started = <T>(use: (started: ResumeLibraryClient) => Promise<T>): Promise<T> => {
-    if (client === null) {
+  // Routes go on before listen(); they answer 503 until run() has connected.
+  if (deps.host !== undefined) {
+    const started = <T>(use: (started: ResumeLibraryClient) => Promise<T>): Promise<T> => {
+      if (client !== null) return use(client);
       const cause = new Error('resume service not started');
       return Promise.reject(new ResumeUnavailableError(cause.message, { cause }));
-    }
-    return use(client);
-  };
-  if (deps.host !== undefined) {
+    };
     registerResumeRoutes(deps.host.http, {
       tokens,
       logger,
@@ -98,70 +82,8 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
     });
   }
 
-  // The plans are derived from the markers and compactions topics. When the store is absent (first
-  // start, or Redis lost its data), every worker leaves its groups; one of them (the rebuild lock's
-  // holder) deletes the groups, so that they consume both topics from the beginning again, clears the
-  // store and publishes a new epoch; the others wait for the epoch and join the fresh groups.
-  const rebuildIfLost = async (): Promise<void> => {
-    // Only workers rebuild: an API-only instance answers `rebuilding` until one has.
-    if (plans === null || bus === null || !config.RESUME_WORKER) return;
-    if ((await plans.epoch()) !== null) {
-      // Another instance rebuilt the store already: this worker only has to start over on it.
-      if (worker?.lost === true) {
-        await worker.stop();
-        worker = null;
-        await startWorker();
-      }
-      return;
-    }
-    logger.warn('resume store absent: rebuilding plans from the markers and compactions topics');
-    if (worker !== null) await worker.stop();
-    worker = null;
-    const owner = randomUUID();
-    if (await plans.lockRebuild(owner, rebuildLockMs)) {
-      try {
-        // Never an epoch over groups that still hold their offsets: the new store would miss every
-        // decision before them. The watcher tries again once the other members have left.
-        if (!(await deleteGroups(bus))) return;
-        await plans.clear();
-        const epoch = await plans.establishEpoch(randomUUID());
-        logger.info({ epoch }, 'resume store epoch established');
-      } finally {
-        await plans.unlockRebuild(owner);
-      }
-    } else {
-      const deadline = Date.now() + rebuildLockMs;
-      while ((await plans.epoch()) === null && Date.now() < deadline && !stopped) await sleep(100);
-    }
-    // No epoch yet (the holder died): the watcher tries again.
-    if ((await plans.epoch()) !== null) await startWorker();
-  };
-
-  // Deletes the worker's groups, waiting (bounded) for other instances to leave them; false if it could not.
-  const deleteGroups = async (bus: Bus): Promise<boolean> => {
-    const admin = await bus.admin();
-    const deadline = Date.now() + rebuildLockMs / 2;
-    for (;;) {
-      const failed = await admin
-        .deleteGroups([config.RESUME_GROUP_ID, `${config.RESUME_GROUP_ID}-nodes`])
-        .then(() => [])
-        .catch((error: unknown) =>
-          ((error as { groups?: { errorCode?: number }[] }).groups ?? [{}]).filter(
-            // A group that never existed (GROUP_ID_NOT_FOUND) needs no deleting.
-            (group) => group.errorCode !== groupIdNotFound,
-          ),
-        );
-      if (failed.length === 0) return true;
-      if (Date.now() > deadline) {
-        logger.warn({ failed }, 'resume groups still have members: the rebuild will be tried again');
-        return false;
-      }
-      await sleep(250);
-    }
-  };
-
   const startWorker = async (): Promise<void> => {
-    if (!config.RESUME_WORKER || bus === null || plans === null || stopped) return;
+    if (bus === null || plans === null || stopped()) return;
     worker = new ResumeWorker({
       bus,
       plans,
@@ -174,10 +96,41 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
     await worker.start();
   };
 
-  // Starts once; a stop() during the start waits for it, then tears down what it connected.
-  let starting: Promise<void> | null = null;
-  const startOnce = async (): Promise<void> => {
-    stopped = false;
+  // The worker starts over on a store that was lost (rebuilt by this instance or another one): it
+  // leaves its groups first, since a group with members cannot be deleted.
+  const rebuilds = superviseRebuild({
+    what: 'resume store',
+    logger,
+    attempt: async () => {
+      await worker?.stop();
+      worker = null;
+      if ((await plans!.epoch()) === null) {
+        await rebuildPlanStore({
+          bus: bus!,
+          plans: plans!,
+          groupIds: [config.RESUME_GROUP_ID, `${config.RESUME_GROUP_ID}-nodes`],
+          logger,
+          lockMs: rebuildLockMs,
+        });
+      }
+      await startWorker();
+    },
+  });
+
+  // A lost store (Redis flushed or restarted empty) is noticed here, by its epoch (one GET a second), or
+  // by the worker (a refused write), and rebuilt off the batch's path. Only workers rebuild: an API-only
+  // instance answers `rebuilding` until one has.
+  const watchForLoss = (): void => {
+    if (rebuilds.running || stopped()) return;
+    void (async () => {
+      if (worker?.lost === true || (await plans?.epoch()) === null) await rebuilds.run('resume store lost');
+    })().catch((error: unknown) =>
+      // Redis not answering yet, most often: the check runs again in RESUME_EPOCH_CHECK_MS.
+      logger.warn({ err: error, retryInMs: config.RESUME_EPOCH_CHECK_MS }, 'resume store check failed'),
+    );
+  };
+
+  const connect = async (): Promise<void> => {
     const topics = topicNames(config.TOPIC_PREFIX);
     bus = await Bus.connect({
       brokers: config.KAFKA_BROKERS,
@@ -209,28 +162,20 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
       policyFor,
       staleAfterMs: config.STALE_AFTER_MS,
     });
-    await rebuildIfLost();
-    if (worker === null) await startWorker();
-    // A lost store (Redis flushed or restarted empty) is noticed here, by its epoch (one GET a second),
-    // or by the worker (a refused write), and rebuilt off the batch's path. API-only instances leave
-    // the rebuild to the workers and answer `rebuilding` meanwhile.
-    watcher = setInterval(() => {
-      if (rebuilding !== null || stopped || !config.RESUME_WORKER) return;
-      rebuilding = (async () => {
-        if (worker?.lost === true || (await plans?.epoch()) === null) await rebuildIfLost();
-      })()
-        .catch((error: unknown) =>
-          // Redis not answering yet, most often: the check runs again in RESUME_EPOCH_CHECK_MS.
-          logger.warn(
-            { err: error, retryInMs: config.RESUME_EPOCH_CHECK_MS },
-            'resume store rebuild failed; retrying',
-          ),
-        )
-        .finally(() => {
-          rebuilding = null;
-        });
-    }, config.RESUME_EPOCH_CHECK_MS);
-    watcher.unref();
+  };
+
+  // Runs once; a stop() during the run waits for it, then tears down what it connected.
+  let running: Promise<void> | null = null;
+  const runOnce = async (): Promise<void> => {
+    phase = 'starting';
+    await connect();
+    if (config.RESUME_WORKER) {
+      if ((await plans!.epoch()) === null) await rebuilds.run('resume store absent at start');
+      else await startWorker();
+      watcher = setInterval(watchForLoss, config.RESUME_EPOCH_CHECK_MS);
+      watcher.unref();
+    }
+    if (!stopped()) phase = 'running';
   };
 
   return {
@@ -243,25 +188,27 @@ export function createResume(config: ResumeConfig, deps: ResumeDeps = {}): Resum
     get worker() {
       return worker;
     },
-    start() {
-      starting ??= startOnce();
-      return starting;
+    get state() {
+      const intakeReady = config.RESUME_WORKER ? worker?.ready() === true : client !== null;
+      return stateOf(phase, rebuilds.running, intakeReady);
     },
-    ready() {
-      if (client === null || stopped) return false;
-      return config.RESUME_WORKER ? worker?.ready() === true : true;
+    run() {
+      running ??= runOnce();
+      return running;
     },
     async stop() {
-      if (stopped) return;
-      stopped = true;
-      await starting?.catch(() => undefined);
+      if (stopped()) return;
+      phase = 'draining';
+      await running?.catch(() => undefined);
       if (watcher !== null) clearInterval(watcher);
-      await rebuilding;
+      await rebuilds.stop();
       await worker?.stop();
       await client?.close();
       await bus?.disconnect();
       redis?.disconnect();
       worker = null;
+      metrics.lagSources.delete(workerLag);
+      phase = 'stopped';
     },
   };
 }

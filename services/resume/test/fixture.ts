@@ -17,7 +17,7 @@ import { pino } from 'pino';
 import { expect, onTestFinished, vi } from 'vitest';
 import { hashToken } from '../src/auth.js';
 import { resumeConfigSchema, type ResumeConfig } from '../src/config.js';
-import { createResume, type ResumeService } from '../src/service.js';
+import { create as createResume, type ResumeService } from '../src/service.js';
 
 // One isolated world per test: its own topic prefix, group ids and Redis prefix. The pipeline's other
 // services are not run: the test materializes turns.l0 into the projection itself (the Projection
@@ -140,7 +140,7 @@ export async function createWorld(): Promise<World> {
         { host },
       );
       host.onShutdown(() => service.stop());
-      await service.start();
+      await service.run();
       const { url } = await host.listen();
       onTestFinished(() => host.close());
       return { service, host, url };

@@ -13,8 +13,8 @@ describe('the PlanStore (real Redis)', () => {
     const { redis, prefix } = redisClient();
     const store = new PlanStore(redis, { prefix });
     expect(await store.load([ref])).toEqual({ ok: false, reason: 'no_epoch' });
-    const epoch = await store.establishEpoch('e1');
-    expect(await store.establishEpoch('e2')).toBe('e1');
+    const epoch = await store.lifecycle.establishEpoch('e1');
+    expect(await store.lifecycle.establishEpoch('e2')).toBe('e1');
     const loaded = await store.load([ref]);
     if (!loaded.ok) throw new Error('no epoch');
     expect(loaded.sessions.get('t/s')).toEqual({ version: 0, state: null });
@@ -35,7 +35,7 @@ describe('the PlanStore (real Redis)', () => {
   it('reads the plan and the node it starts from in one call, and nothing once the epoch is gone', async () => {
     const { redis, prefix } = redisClient();
     const store = new PlanStore(redis, { prefix });
-    const epoch = await store.establishEpoch('e1');
+    const epoch = await store.lifecycle.establishEpoch('e1');
     expect(await store.read(ref)).toEqual({ ok: true, plan: null, node: null });
     await store.commit(epoch, [{ ...ref, version: 0, state: '{}', plan }]);
     expect(plan.mode).toBe('digest');
@@ -52,7 +52,7 @@ describe('the PlanStore (real Redis)', () => {
 
     await redis.del(`${prefix}resume:epoch:2`);
     expect(await store.read(ref)).toEqual({ ok: false, reason: 'no_epoch' });
-    await store.clear();
+    await store.lifecycle.clear();
     expect(await redis.keys(`${prefix}resume*`)).toEqual([]);
   });
 });

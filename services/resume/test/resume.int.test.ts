@@ -190,7 +190,7 @@ describe('the resume service against the real stack', () => {
     expect(after.mode).toBe('digest');
     await waitForResume(second.url, tenantId, sessionId, (b) => b.contextHash === expected.contextHash);
     expect(await world.redis.exists(`${world.prefix}resume:epoch:2`)).toBe(1);
-    await vi.waitFor(() => expect(second.service.ready()).toBe(true), { timeout: 30_000 });
+    await vi.waitFor(() => expect(second.service.state).toBe('ready'), { timeout: 30_000 });
   });
 
   it('answers 401, 403, 404 and 409 with a code and never another tenant’s session id; a valid token reads', async () => {

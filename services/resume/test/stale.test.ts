@@ -1,10 +1,4 @@
-import {
-  definePolicy,
-  generateSession,
-  planNodeId,
-  runReference,
-  type ResumePlan,
-} from '@tidemark/core';
+import { definePolicy, generateSession, planNodeId, runReference, type ResumePlan } from '@tidemark/core';
 import { parseConfig } from '@tidemark/service';
 import fc from 'fast-check';
 import { pino } from 'pino';

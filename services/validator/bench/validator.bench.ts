@@ -36,7 +36,7 @@ import { Redis } from 'ioredis';
 import { decideBatch } from '../src/index.js';
 import { validatorConfigSchema } from '../src/config.js';
 import { validatorMetrics } from '../src/metrics.js';
-import { createValidator } from '../src/validator.js';
+import { create as createValidator } from '../src/validator.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -355,7 +355,7 @@ const validated = await latencyRun('validator', load, async (_bus, topics, redis
     LOG_LEVEL: 'silent' as const,
   };
   const validator = createValidator(config, { logger, metrics: validatorRegistry, provision: false });
-  await validator.start();
+  await validator.run();
   return () => validator.stop();
 });
 const row = (label: string, values: number[]) =>

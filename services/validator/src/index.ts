@@ -1,7 +1,7 @@
 // @tidemark/validator: every compaction becomes exactly one MarkerEmitted or MarkerInvalid, at
 // compaction time, against the materialized state, by core's session decider; the service keeps each
 // session's decider state.
-export { createValidator, type Validator, type ValidatorDeps } from './validator.js';
+export { create, type Validator, type ValidatorDeps } from './validator.js';
 export { validatorConfigSchema, type ValidatorConfig } from './config.js';
 export { missingState } from './decide.js';
 export { decideBatch, type BatchDeps, type BatchInput, type ProjectionReader } from './batch.js';

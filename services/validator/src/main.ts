@@ -1,6 +1,6 @@
 import { createLogger, parseConfig, runMain } from '@tidemark/service';
 import { validatorConfigSchema } from './config.js';
-import { createValidator } from './validator.js';
+import { create } from './validator.js';
 
 // The validator as its own process: config from the environment, a host with /healthz /readyz
 // /metrics, and a graceful stop on SIGTERM (intake stops, the current batch commits, connections close).
@@ -12,5 +12,5 @@ await runMain({
   host: config.HTTP_HOST,
   logger,
   graceMs: config.SHUTDOWN_GRACE_MS,
-  create: (host) => createValidator(config, { logger, metrics: host.metrics }),
+  create: (host) => create(config, { logger, metrics: host.metrics }),
 });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { foldDecisions, isVerdict, type MarkerDecision } from '@tidemark/core';
 import type { Bus } from '@tidemark/contract';
-import { sessionKeyOf, type FrameStore, type RestoredSession } from '@tidemark/state';
+import { sessionKeyOf, withRebuildLock, type FrameStore, type RestoredSession } from '@tidemark/state';
 import type { Logger } from '@tidemark/service';
 
 // Rebuilding the frame store when Redis lost it (or on the very first start): the markers topic is the
@@ -38,52 +38,29 @@ export function restoredSessions(decisions: readonly MarkerDecision[]): Restored
   });
 }
 
-export function createRebuilder(deps: RebuildDeps): () => Promise<void> {
-  let running: Promise<void> | null = null;
-  // One rebuild at a time in this process; concurrent batches (other partitions) share it.
-  return () => {
-    running ??= rebuildOnce(deps).finally(() => {
-      running = null;
-    });
-    return running;
-  };
-}
-
-async function rebuildOnce(deps: RebuildDeps): Promise<void> {
+/**
+ * One attempt at rebuilding the frame store, under the store's lock (one validator rebuilds; the others
+ * wait for its epoch). Run by the service's rebuild supervisor, which retries a failed attempt.
+ */
+export async function rebuildFrames(deps: RebuildDeps): Promise<void> {
   const { frames, logger } = deps;
-  const owner = randomUUID();
-  for (;;) {
-    if ((await frames.epoch()) !== null) return;
-    if (await frames.lockRebuild(owner, deps.lockMs)) break;
-    // Another validator rebuilds; wait for its epoch (or its lock to lapse).
-    await sleep(200);
-  }
-  // Keep the lock while the rebuild runs, however long the markers topic is.
-  const renew = setInterval(
-    () => {
-      frames.renewRebuild(owner, deps.lockMs).catch((error: unknown) => {
-        logger.warn({ err: error }, 'could not renew the rebuild lock');
-      });
+  await withRebuildLock(
+    frames.lifecycle,
+    {
+      owner: randomUUID(),
+      ttlMs: deps.lockMs,
+      onRenewFailed: (error) => logger.warn({ err: error }, 'could not renew the rebuild lock'),
     },
-    Math.max(50, Math.floor(deps.lockMs / 3)),
+    async () => {
+      logger.warn('frame store has no epoch: rebuilding it from the markers topic');
+      await frames.lifecycle.clear();
+      const decisions = await readMarkers(deps.bus);
+      const sessions = restoredSessions(decisions);
+      await frames.restore(randomUUID(), sessions);
+      deps.onRebuilt?.(sessions.length);
+      logger.info({ decisions: decisions.length, sessions: sessions.length }, 'frame store restored');
+    },
   );
-  try {
-    if ((await frames.epoch()) !== null) return;
-    const started = performance.now();
-    logger.warn('frame store has no epoch: rebuilding it from the markers topic');
-    await frames.clear();
-    const decisions = await readMarkers(deps.bus);
-    const sessions = restoredSessions(decisions);
-    await frames.restore(randomUUID(), sessions);
-    deps.onRebuilt?.(sessions.length);
-    logger.info(
-      { decisions: decisions.length, sessions: sessions.length, ms: Math.round(performance.now() - started) },
-      'frame store rebuilt',
-    );
-  } finally {
-    clearInterval(renew);
-    await frames.unlockRebuild(owner);
-  }
 }
 
 /** Every decision on the markers topic up to its end offsets as of now, per partition in log order. */

@@ -13,14 +13,17 @@ import {
   isRedisOutageError,
   logRedisOutages,
   Registry,
+  stateOf,
+  superviseRebuild,
   type Logger,
-  type ServiceComponent,
+  type Service,
+  type ServicePhase,
 } from '@tidemark/service';
 import { Redis } from 'ioredis';
 import { decideBatch, RetriableBatchError, type BatchInput, type ProjectionReader } from './batch.js';
 import type { ValidatorConfig } from './config.js';
 import { validatorMetrics } from './metrics.js';
-import { createRebuilder } from './rebuild.js';
+import { rebuildFrames } from './rebuild.js';
 
 // The validator service: a thin shell around decide.ts and batch.ts. It consumes compactions in its own
 // group, decides each against the L0 projection, and publishes the decisions to the markers topic.
@@ -38,12 +41,12 @@ export interface ValidatorDeps {
   readonly provision?: boolean;
 }
 
-export interface Validator extends ServiceComponent {
+export interface Validator extends Service {
   /** The frame store it keeps (tests and tools read it). */
   readonly frames: FrameStore;
 }
 
-export function createValidator(config: ValidatorConfig, deps: ValidatorDeps = {}): Validator {
+export function create(config: ValidatorConfig, deps: ValidatorDeps = {}): Validator {
   const logger = deps.logger ?? createLogger('validator', config.LOG_LEVEL);
   const metrics = validatorMetrics(deps.metrics ?? new Registry());
   const ownsRedis = deps.redis === undefined;
@@ -61,14 +64,32 @@ export function createValidator(config: ValidatorConfig, deps: ValidatorDeps = {
   let bus: Bus | null = null;
   let producer: EventProducer | null = null;
   let consumer: EventConsumer | null = null;
-  let rebuilding = false;
+  let phase: ServicePhase = 'idle';
   let stopping: Promise<void> | null = null;
+  // While the store has no epoch nobody decides: a batch that finds it missing waits for the rebuild.
+  const rebuilds = superviseRebuild({
+    what: 'frame store',
+    logger,
+    attempt: () =>
+      rebuildFrames({
+        bus: bus!,
+        frames,
+        logger,
+        lockMs: config.REBUILD_LOCK_MS,
+        onRebuilt: (sessions) => metrics.rebuilt(sessions),
+      }),
+  });
+  const rebuild = () => rebuilds.run('frame store has no epoch');
 
   return {
     frames,
     // Nothing answers a frozen Redis or broker: the pings have a deadline.
     dependencies: connectionChecks({ redis: () => redis, kafka: () => bus }, config.DEPENDENCY_TIMEOUT_MS),
-    async start() {
+    get state() {
+      return stateOf(phase, rebuilds.running, consumer?.ready() ?? false);
+    },
+    async run() {
+      phase = 'starting';
       bus = await Bus.connect({
         brokers: config.KAFKA_BROKERS,
         registryUrl: config.SCHEMA_REGISTRY_URL,
@@ -88,23 +109,8 @@ export function createValidator(config: ValidatorConfig, deps: ValidatorDeps = {
       }
       const connected = bus;
       producer = await connected.producer();
-      const rebuild = createRebuilder({
-        bus: connected,
-        frames,
-        logger,
-        lockMs: config.REBUILD_LOCK_MS,
-        onRebuilt: (sessions) => metrics.rebuilt(sessions),
-      });
-      const guardedRebuild = async () => {
-        rebuilding = true;
-        try {
-          await rebuild();
-        } finally {
-          rebuilding = false;
-        }
-      };
       // Build the store before the first batch, so readiness means "can decide".
-      if ((await frames.epoch()) === null) await guardedRebuild();
+      if ((await frames.epoch()) === null) await rebuild();
 
       const sender = producer;
       consumer = connected.consumer({
@@ -128,7 +134,7 @@ export function createValidator(config: ValidatorConfig, deps: ValidatorDeps = {
               frames,
               projection,
               publish: (decisions) => sender.send('markers', decisions),
-              rebuild: guardedRebuild,
+              rebuild,
               metrics,
               logger,
               watermarkTimeoutMs: config.WATERMARK_TIMEOUT_MS,
@@ -141,6 +147,7 @@ export function createValidator(config: ValidatorConfig, deps: ValidatorDeps = {
         },
       });
       await consumer.run();
+      phase = 'running';
       logger.info(
         {
           topic: topics.compactions,
@@ -150,16 +157,16 @@ export function createValidator(config: ValidatorConfig, deps: ValidatorDeps = {
         'validator consuming',
       );
     },
-    ready() {
-      return consumer !== null && consumer.ready() && !rebuilding && stopping === null;
-    },
     stop() {
       stopping ??= (async () => {
+        phase = 'draining';
+        await rebuilds.stop();
         // Intake first (the current batch finishes and commits), then the producer, then connections.
         await consumer?.stop();
         await producer?.disconnect();
         await bus?.disconnect();
         if (ownsRedis) await redis.quit().catch(() => undefined);
+        phase = 'stopped';
       })();
       return stopping;
     },

@@ -20,7 +20,7 @@ import { Projection } from '@tidemark/state';
 import { createLogger, parseConfig, Registry } from '@tidemark/service';
 import { endpoints, redisClient, uniqueName } from '@tidemark/test-infra';
 import { onTestFinished } from 'vitest';
-import { createValidator, type Validator, type ValidatorDeps } from '../src/index.js';
+import { create as createValidator, type Validator, type ValidatorDeps } from '../src/index.js';
 import { validatorConfigSchema, type ValidatorConfig } from '../src/config.js';
 
 export interface Harness {
@@ -113,7 +113,7 @@ export async function harness(env: Record<string, string> = {}): Promise<Harness
         ...deps,
       });
       validators.push(validator);
-      await validator.start();
+      await validator.run();
       return validator;
     },
     async apply(turns) {

@@ -1,25 +1,34 @@
 import { generateSession } from '@tidemark/core';
 import { redisClient } from '@tidemark/test-infra';
+import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { CompactorStore, WindowMovedError, WindowsLostError } from '../src/store.js';
-import { emptyWindow, type SessionWindow } from '../src/window.js';
+import { WindowMovedError, WindowsLostError, WindowStore } from '../src/windows.js';
 
 // The window store's fence: a batch writes its windows only over the windows it loaded, so a batch in
 // flight across a Redis loss or a rebuild writes nothing; and a window without its turns is lost state.
 
 const ref = { tenantId: 'acme', sessionId: 'fenced' };
 const turns = generateSession(5, { turns: 4, ...ref });
-const windowWith = (seqs: readonly number[]): SessionWindow => ({
-  ...emptyWindow(ref.tenantId, ref.sessionId),
+/** The compactor's window, as far as the store is concerned: opaque JSON of a session. */
+interface TestWindow {
+  readonly tenantId: string;
+  readonly sessionId: string;
+  readonly lastSeq: number;
+  readonly turns: readonly { readonly seq: number }[];
+}
+const windowWith = (seqs: readonly number[]): TestWindow => ({
+  ...ref,
   lastSeq: Math.max(0, ...seqs),
-  turns: seqs.map((seq) => ({ seq, tokenCount: 10, partition: 0, offset: seq })),
+  turns: seqs.map((seq) => ({ seq })),
 });
+const windowStore = (redis: Redis, prefix: string, namespace = 'g1:test') =>
+  new WindowStore<TestWindow>(redis, { prefix, namespace });
 
-describe('the compactor window store', () => {
+describe('the window store', () => {
   it('writes a window over the one its batch loaded, and refuses a batch whose window changed since', async () => {
     const { redis, prefix } = redisClient();
-    const store = new CompactorStore(redis, { prefix, namespace: 'g1:test' });
-    await store.reset('epoch-1');
+    const store = windowStore(redis, prefix);
+    await store.lifecycle.reset('epoch-1');
     const first = await store.loadWindows([ref]);
     await store.commit([
       { window: windowWith([1, 2]), loaded: first.versions[0]!, added: turns.slice(0, 2), dropped: [] },
@@ -43,12 +52,12 @@ describe('the compactor window store', () => {
 
   it('writes nothing into a Redis that lost the window a batch was computed from', async () => {
     const { redis, prefix } = redisClient();
-    const store = new CompactorStore(redis, { prefix, namespace: 'g1:test' });
-    await store.reset('epoch-1');
+    const store = windowStore(redis, prefix);
+    await store.lifecycle.reset('epoch-1');
     await store.commit([{ window: windowWith([1, 2]), loaded: '', added: turns.slice(0, 2), dropped: [] }]);
     const loaded = await store.loadWindows([ref]);
     // Redis loses everything (and a rebuild starts the namespace over) while the batch is in flight.
-    await store.reset('epoch-2');
+    await store.lifecycle.reset('epoch-2');
     await expect(
       store.commit([
         { window: windowWith([2, 3]), loaded: loaded.versions[0]!, added: [turns[2]!], dropped: [1] },
@@ -59,21 +68,21 @@ describe('the compactor window store', () => {
 
   it('deletes every key of the namespace when it starts over, and only those', async () => {
     const { redis, prefix } = redisClient();
-    const store = new CompactorStore(redis, { prefix, namespace: 'g1:test' });
-    const other = new CompactorStore(redis, { prefix, namespace: 'g2:other' });
-    await store.reset('epoch-1');
-    await other.reset('epoch-1');
+    const store = windowStore(redis, prefix);
+    const other = windowStore(redis, prefix, 'g2:other');
+    await store.lifecycle.reset('epoch-1');
+    await other.lifecycle.reset('epoch-1');
     await store.commit([{ window: windowWith([1]), loaded: '', added: [turns[0]!], dropped: [] }]);
     await other.commit([{ window: windowWith([1]), loaded: '', added: [turns[0]!], dropped: [] }]);
-    expect(await store.reset('epoch-2')).toBe(2); // the window and its turns
-    expect((await store.loadWindows([ref])).windows[0]).toEqual(emptyWindow(ref.tenantId, ref.sessionId));
+    expect(await store.lifecycle.reset('epoch-2')).toBe(2); // the window and its turns
+    expect((await store.loadWindows([ref])).windows[0]).toBeNull();
     expect((await other.loadWindows([ref])).windows[0]!.lastSeq).toBe(1);
   });
 
   it('treats a window whose turns are gone as lost state, not as a batch to retry', async () => {
     const { redis, prefix } = redisClient();
-    const store = new CompactorStore(redis, { prefix, namespace: 'g1:test' });
-    await store.reset('epoch-1');
+    const store = windowStore(redis, prefix);
+    await store.lifecycle.reset('epoch-1');
     await store.commit([{ window: windowWith([1, 2]), loaded: '', added: turns.slice(0, 2), dropped: [] }]);
     await redis.hdel(`${prefix}cmp:g1:test:{acme/fenced}:turns`, '1');
     await expect(store.loadTurns(ref, [1, 2])).rejects.toBeInstanceOf(WindowsLostError);

@@ -1,5 +1,5 @@
 --[[
-  compactor-commit-window: writes one session's window after its batch's compactions are published, but
+  windows-commit: writes one session's window after its batch's compactions are published, but
   only over the window the batch was computed from. The window is the fence: a batch computed before
   Redis lost its data (or before a rebuild, or by another instance that owned the partition before a
   rebalance) finds a different window, or none, and writes nothing. Without it, a command ioredis

@@ -1,0 +1,314 @@
+import {
+  sessionKey,
+  validateChange,
+  validateTurn,
+  type ApplyResult,
+  type ArtifactFact,
+  type ChangeRejection,
+  type ChangeRejectionReason,
+  type DispositionFact,
+  type ItemEnd,
+  type ItemFact,
+  type StateChange,
+  type TurnEvent,
+} from '@tidemark/core';
+import type { ChainableCommander } from 'ioredis';
+import { StateError } from './errors.js';
+import { lookupMember, sessionKeys, spanMember, type SessionKeys } from './keys.js';
+import { unexpectedReply } from './replies.js';
+
+// Applying turns to the projection: each turn planned here (core's stateless checks, in core's order, and
+// the script's arguments), one projection-apply-turns.lua call per session and batch, and its replies
+// read back into exactly what core's SessionFold.apply answers.
+
+/** Turns per apply script call: bounds how long one call holds Redis (about 15 µs a turn). */
+const maxTurnsPerCall = 256;
+
+/** The replies of lua/projection-apply-turns.lua per turn (its header lists them). */
+const applyReply = { applied: 1, redelivered: 2, seqGap: -1, conflict: -2, regression: -3 } as const;
+
+/** A turn as read from turns.l0: the event and where it lives. */
+export interface PositionedTurn {
+  readonly turn: TurnEvent;
+  readonly partition: number;
+  readonly offset: number;
+}
+
+/** What applying one turn did: core's ApplyResult, for the turn at its turns.l0 position. */
+export interface ApplyOutcome extends PositionedTurn {
+  /** Exactly what core's SessionFold.apply answers for the turn. */
+  readonly result: ApplyResult;
+  /**
+   * The turn's skipped changes: those of `result` when it was applied now, and for a redelivery those of
+   * its first apply (the fold reports none then), so that a crash between applying and dead-lettering
+   * loses no dead letter. Empty for a refused turn.
+   */
+  readonly skipped: readonly ChangeRejection[];
+}
+
+/**
+ * Queues one command per session (its turns of the batch, in order; sessions are independent) and one
+ * per turn refused before Redis that can still mark its session; returns how to read their replies
+ * (in the same order) into outcomes, in the turns' order.
+ */
+export function queueApply(
+  pipeline: ChainableCommander,
+  prefix: string,
+  turns: readonly PositionedTurn[],
+): (replies: readonly unknown[]) => ApplyOutcome[] {
+  const plans = turns.map((positioned) => planTurn(positioned));
+  type Call = { order: number; keys: SessionKeys; args: string[]; count: number };
+  /** The open call of each session, and every call in pipeline order. */
+  const sessions = new Map<string, Call>();
+  const calls: Call[] = [];
+  /** Per plan, where its reply is: its session's order and its index in that session's reply. */
+  const slots: ({ order: number; index: number } | null)[] = [];
+  let marks = 0;
+  for (const plan of plans) {
+    const { turn, partition, offset } = plan.positioned;
+    if (plan.kind === 'refused') {
+      if (plan.markAt !== null) {
+        const keys = sessionKeys(prefix, turn.tenantId, turn.sessionId);
+        void pipeline.tidemarkProjectionMarkBroken(keys.meta, plan.markAt, plan.result.reason);
+        marks++;
+      }
+      slots.push(null);
+      continue;
+    }
+    const id = sessionKey(turn.tenantId, turn.sessionId);
+    let session = sessions.get(id);
+    // A session's turns beyond a bound go to a further call (queued after it, so still in order): one
+    // script holds Redis for as long as it runs, and readers wait behind it.
+    if (session === undefined || session.count >= maxTurnsPerCall) {
+      const keys = session?.keys ?? sessionKeys(prefix, turn.tenantId, turn.sessionId);
+      session = { order: calls.length, keys, args: [], count: 0 };
+      sessions.set(id, session);
+      calls.push(session);
+    }
+    session.args.push(String(turn.seq), turn.turnId, `${partition}:${offset}`, String(plan.args.length));
+    for (const arg of plan.args) session.args.push(arg);
+    slots.push({ order: session.order, index: session.count++ });
+  }
+  // The sessions' commands follow the marks, in the order the sessions first appear.
+  for (const { keys, args } of calls) {
+    void pipeline.tidemarkProjectionApply(...applyKeys(keys), ...args);
+  }
+  return (replies) =>
+    plans.map((plan, i) => {
+      const { turn, partition, offset } = plan.positioned;
+      if (plan.kind === 'refused') return { turn, partition, offset, result: plan.result, skipped: [] };
+      const slot = slots[i]!;
+      const reply = (replies[marks + slot.order] as unknown[][])[slot.index]!;
+      return { turn, partition, offset, ...readApplyReply(turn, reply, plan.stateless) };
+    });
+}
+
+// --- planning a turn: the stateless checks (core's, in core's order) and the script's arguments -------
+
+type TurnPlan =
+  | {
+      readonly kind: 'refused';
+      readonly positioned: PositionedTurn;
+      readonly result: Extract<ApplyResult, { ok: false }>;
+      /** The seq to mark the session broken at (0: after its watermark); null when it has no usable ids. */
+      readonly markAt: number | null;
+    }
+  | {
+      readonly kind: 'script';
+      readonly positioned: PositionedTurn;
+      readonly args: readonly string[];
+      /** Messages of the changes refused by the stateless checks, by index. */
+      readonly stateless: ReadonlyMap<number, string>;
+    };
+
+function planTurn(positioned: PositionedTurn): TurnPlan {
+  const { turn } = positioned;
+  const shape = validateTurn(turn);
+  if (!shape.ok) {
+    const ids = nonEmpty(turn.tenantId) && nonEmpty(turn.sessionId);
+    const seqUsable = Number.isSafeInteger(turn.seq) && turn.seq >= 1;
+    return {
+      kind: 'refused',
+      positioned,
+      result: { ok: false, seq: turn.seq, reason: shape.reason, message: shape.message },
+      markAt: ids ? (seqUsable ? turn.seq : 0) : null,
+    };
+  }
+  const args: string[] = [];
+  const stateless = new Map<number, string>();
+  turn.changes.forEach((change, index) => {
+    const problem = validateChange(change);
+    if (problem !== null) {
+      stateless.set(index, problem.message);
+      args.push('R', String(index), problem.reason, '', '', '');
+      return;
+    }
+    args.push(...changeArgs(change, index, turn.seq));
+  });
+  return { kind: 'script', positioned, args, stateless };
+}
+
+/** The script's six fields for one (statelessly valid) change. */
+function changeArgs(change: StateChange, index: number, seq: number): string[] {
+  const i = String(index);
+  switch (change.type) {
+    case 'item_opened': {
+      const item: Omit<ItemFact, 'end'> = {
+        itemId: change.itemId,
+        kind: change.kind,
+        name: change.name,
+        detail: change.detail,
+        handle: change.handle,
+        logPath: change.logPath,
+        openedSeq: seq,
+      };
+      return ['O', i, change.itemId, JSON.stringify(item), '', ''];
+    }
+    case 'item_closed': {
+      const end: ItemEnd = { type: 'closed', outcome: change.outcome, detail: change.detail, seq };
+      return ['C', i, change.itemId, JSON.stringify(end), '', ''];
+    }
+    case 'item_disposed': {
+      const fact: DispositionFact = {
+        itemKey: change.itemKey,
+        disposition: change.disposition,
+        reason: change.reason,
+        supersededBy: change.supersededBy,
+        seq,
+      };
+      const end: ItemEnd = { type: 'disposed', disposition: change.disposition, seq };
+      const json = JSON.stringify(fact);
+      return [
+        'D',
+        i,
+        change.itemKey,
+        JSON.stringify(end),
+        spanMember(index, json),
+        lookupMember(change.itemKey, seq, index, json),
+      ];
+    }
+    case 'artifact_recorded': {
+      const fact: ArtifactFact = { path: change.path, action: change.action, digest: change.digest, seq };
+      const json = JSON.stringify(fact);
+      return ['A', i, '', '', spanMember(index, json), lookupMember(change.path, seq, index, json)];
+    }
+    default: {
+      const unknown: never = change;
+      throw new StateError('invalid_change', `unplannable change ${JSON.stringify(unknown)}`);
+    }
+  }
+}
+
+function readApplyReply(
+  turn: TurnEvent,
+  reply: unknown[],
+  stateless: ReadonlyMap<number, string>,
+): { result: ApplyResult; skipped: readonly ChangeRejection[] } {
+  const status = Number(reply[0]);
+  const seq = turn.seq;
+  const triples = (): ChangeRejection[] => {
+    const rejected: ChangeRejection[] = [];
+    for (let i = 2; i < reply.length; i += 3) {
+      const index = Number(reply[i]);
+      const reason = String(reply[i + 1]) as ChangeRejectionReason;
+      rejected.push({
+        index,
+        reason,
+        message: rejectionMessage(turn, index, reason, Number(reply[i + 2]), stateless),
+      });
+    }
+    return rejected;
+  };
+  switch (status) {
+    case applyReply.applied: {
+      const rejected = triples();
+      return { result: { ok: true, seq, duplicate: false, rejected }, skipped: rejected };
+    }
+    case applyReply.redelivered:
+      return { result: { ok: true, seq, duplicate: true, rejected: [] }, skipped: triples() };
+    default:
+      return { result: readRefusal(turn, reply, status), skipped: [] };
+  }
+}
+
+function readRefusal(turn: TurnEvent, reply: unknown[], status: number): ApplyResult {
+  const seq = turn.seq;
+  switch (status) {
+    case applyReply.seqGap: {
+      const applied = Number(reply[1]);
+      return {
+        ok: false,
+        seq,
+        reason: 'seq_gap',
+        message: `seq ${seq} after ${applied}: ${seq - applied - 1} turn(s) missing`,
+      };
+    }
+    case applyReply.conflict:
+      return {
+        ok: false,
+        seq,
+        reason: 'seq_duplicate_conflict',
+        message: `seq ${seq} was applied as turn ${String(reply[2])}, not ${turn.turnId}`,
+      };
+    case applyReply.regression:
+      return {
+        ok: false,
+        seq,
+        reason: 'seq_regression',
+        message: `seq ${seq} is behind ${Number(reply[1])} and was applied as turn ${String(reply[2])}, not ${turn.turnId}`,
+      };
+    default:
+      throw unexpectedReply('projection-apply-turns', reply);
+  }
+}
+
+/** SessionFold's message for a skipped change. */
+function rejectionMessage(
+  turn: TurnEvent,
+  index: number,
+  reason: ChangeRejectionReason,
+  endSeq: number,
+  stateless: ReadonlyMap<number, string>,
+): string {
+  const known = stateless.get(index);
+  if (known !== undefined) return known;
+  const change = turn.changes[index];
+  const id = change !== undefined && 'itemId' in change ? change.itemId : '';
+  switch (reason) {
+    case 'duplicate_item':
+      return `item ${id} was already opened`;
+    case 'unknown_item':
+      return `item ${id} was never opened`;
+    case 'item_not_open':
+      return `item ${id} already ended at seq ${endSeq}`;
+    case 'missing_ids':
+    case 'invalid_event':
+      throw new StateError('unexpected_reply', `a stateful rejection ${reason} of change ${index}`);
+    default: {
+      const unknown: never = reason;
+      throw new StateError('unexpected_reply', `unknown rejection ${String(unknown)}`);
+    }
+  }
+}
+
+function applyKeys(keys: SessionKeys): string[] {
+  return [
+    keys.meta,
+    keys.turns,
+    keys.pos,
+    keys.items,
+    keys.ends,
+    keys.open,
+    keys.ended,
+    keys.closed,
+    keys.disp,
+    keys.dispkey,
+    keys.art,
+    keys.artkey,
+    keys.skipped,
+  ];
+}
+
+function nonEmpty(value: string | null | undefined): value is string {
+  return typeof value === 'string' && value.length > 0;
+}

@@ -1,0 +1,181 @@
+import {
+  compareText,
+  TidemarkCoreError,
+  type ArtifactFact,
+  type BoundaryQuery,
+  type DeadLetterReason,
+  type DispositionFact,
+  type ItemEnd,
+  type ItemFact,
+  type StateAtBoundary,
+} from '@tidemark/core';
+import { lookupBounds, lookupMemberFact, memberFact, sessionKeys } from './keys.js';
+
+// Reading the projection: a session's state at a boundary (projection-state-at.lua), exactly as core's
+// SessionFold.stateAt answers it, and its watermark (projection-watermark.lua).
+
+/** Where a turn lives in turns.l0. */
+export interface L0Position {
+  readonly partition: number;
+  readonly offset: number;
+}
+
+/** The session's first refused turn or skipped change: boundaries at or past it are not verifiable. */
+export interface BrokenMark {
+  readonly seq: number;
+  readonly reason: DeadLetterReason;
+}
+
+export interface Watermark {
+  /** Every turn up to this seq, and none after, is applied (0 before the first). */
+  readonly appliedSeq: number;
+  readonly broken: BrokenMark | null;
+  /** The turns.l0 position of the turn at appliedSeq; null before the first turn. */
+  readonly offsets: L0Position | null;
+}
+
+/** The arguments of projection-state-at.lua for a query (after checking it is a span). */
+export function stateAtArgs(prefix: string, query: BoundaryQuery): (string | number)[] {
+  const { fromSeq, toSeq } = query;
+  if (!Number.isSafeInteger(fromSeq) || !Number.isSafeInteger(toSeq) || fromSeq < 1 || toSeq < fromSeq) {
+    throw new TidemarkCoreError('invalid_input', `not a span: ${fromSeq}..${toSeq}`);
+  }
+  const keys = sessionKeys(prefix, query.tenantId, query.sessionId);
+  return [
+    keys.meta,
+    keys.items,
+    keys.ends,
+    keys.open,
+    keys.ended,
+    keys.closed,
+    keys.disp,
+    keys.dispkey,
+    keys.art,
+    keys.artkey,
+    fromSeq,
+    toSeq,
+    query.itemIds.length,
+    ...query.itemIds,
+    query.itemKeys.length,
+    ...query.itemKeys.flatMap((key) => lookupBounds(key, toSeq)),
+    query.paths.length,
+    ...query.paths.flatMap((path) => lookupBounds(path, toSeq)),
+  ];
+}
+
+/** A projection-state-at.lua reply read into core's StateAtBoundary for the query. */
+export function readStateAt(query: BoundaryQuery, reply: unknown): StateAtBoundary {
+  const { fromSeq, toSeq } = query;
+  const [
+    applied,
+    openIds,
+    openItems,
+    openEnds,
+    closedIds,
+    closedItems,
+    closedEnds,
+    dispMembers,
+    artMembers,
+    lookupItems,
+    lookupEnds,
+    lookupDisp,
+    lookupArt,
+  ] = reply as [
+    number,
+    string[],
+    Nullable[],
+    Nullable[],
+    string[],
+    Nullable[],
+    Nullable[],
+    string[],
+    string[],
+    Nullable[],
+    Nullable[],
+    Nullable[],
+    Nullable[],
+  ];
+
+  const open: ItemFact[] = [];
+  openIds.forEach((_, i) => {
+    const fact = itemAsOf(openItems[i] ?? null, openEnds[i] ?? null, toSeq);
+    if (fact !== null && fact.end === null) open.push(fact);
+  });
+  const closed: ItemFact[] = [];
+  closedIds.forEach((_, i) => {
+    const fact = itemAsOf(closedItems[i] ?? null, closedEnds[i] ?? null, toSeq);
+    if (fact !== null) closed.push(fact);
+  });
+  // Members come in (seq, index) order: the last one per key is the latest inside the span.
+  const disposed = new Map<string, DispositionFact>();
+  for (const member of dispMembers) {
+    const fact = JSON.parse(memberFact(member)) as DispositionFact;
+    disposed.set(fact.itemKey, fact);
+  }
+  const artifacts = new Map<string, ArtifactFact>();
+  for (const member of artMembers) {
+    const fact = JSON.parse(memberFact(member)) as ArtifactFact;
+    artifacts.set(fact.path, fact);
+  }
+
+  const items = new Map<string, ItemFact>();
+  query.itemIds.forEach((id, i) => {
+    const fact = itemAsOf(lookupItems[i] ?? null, lookupEnds[i] ?? null, toSeq);
+    if (fact !== null) items.set(id, fact);
+  });
+  const dispositions = new Map<string, DispositionFact>();
+  query.itemKeys.forEach((key, i) => {
+    const member = lookupDisp[i];
+    if (member !== null && member !== undefined) {
+      dispositions.set(key, JSON.parse(lookupMemberFact(member)) as DispositionFact);
+    }
+  });
+  const artifactLookup = new Map<string, ArtifactFact>();
+  query.paths.forEach((path, i) => {
+    const member = lookupArt[i];
+    if (member !== null && member !== undefined) {
+      artifactLookup.set(path, JSON.parse(lookupMemberFact(member)) as ArtifactFact);
+    }
+  });
+
+  return {
+    tenantId: query.tenantId,
+    sessionId: query.sessionId,
+    fromSeq,
+    toSeq,
+    appliedSeq: applied,
+    open: open.sort((a, b) => compareText(a.itemId, b.itemId)),
+    closed: closed.sort((a, b) => compareText(a.itemId, b.itemId)),
+    disposed: [...disposed.values()].sort((a, b) => compareText(a.itemKey, b.itemKey)),
+    artifacts: [...artifacts.values()].sort((a, b) => compareText(a.path, b.path)),
+    lookup: { items, dispositions, artifacts: artifactLookup },
+  };
+}
+
+type Nullable = string | null;
+
+function itemAsOf(itemJson: Nullable, endJson: Nullable, toSeq: number): ItemFact | null {
+  if (itemJson === null) return null;
+  const item = JSON.parse(itemJson) as Omit<ItemFact, 'end'>;
+  if (item.openedSeq > toSeq) return null;
+  const end = endJson === null ? null : (JSON.parse(endJson) as ItemEnd);
+  return { ...item, end: end !== null && end.seq <= toSeq ? end : null };
+}
+
+export function readWatermark(raw: unknown[]): Watermark {
+  const [applied, brokenSeq, brokenReason, position] = raw as [number, Nullable, Nullable, Nullable];
+  return {
+    appliedSeq: Number(applied),
+    broken:
+      brokenSeq === null || brokenSeq === undefined
+        ? null
+        : { seq: Number(brokenSeq), reason: brokenReason as DeadLetterReason },
+    offsets: parsePosition(position ?? null),
+  };
+}
+
+export function parsePosition(raw: string | null): L0Position | null {
+  if (raw === null) return null;
+  const colon = raw.indexOf(':');
+  return { partition: Number(raw.slice(0, colon)), offset: Number(raw.slice(colon + 1)) };
+}
