@@ -2,7 +2,7 @@ import { fromAnthropic, toAnthropic } from './anthropic.js';
 import { checkAnthropic } from './check-anthropic.js';
 import { checkOpenAIChat } from './check-openai-chat.js';
 import { checkOpenAIResponses } from './check-openai-responses.js';
-import { TidemarkCoreError } from '@tidemark/core';
+import { TidemarkCoreError, TidemarkError } from '@tidemark/core';
 import { ClaudeCodeConverter, linesOf } from './claude-code.js';
 import { fromOpenAIChat, toOpenAIChat } from './openai-chat.js';
 import { fromOpenAIResponses } from './openai-responses.js';
@@ -13,14 +13,14 @@ import type { Context, Conversion, ConvertOptions, InputFormat, OutputFormat } f
 // `GET …/resume?format=`): one switch each, so a new format is added in one place.
 
 /** A transcript file's text (a JSON document, or JSONL for claude-code) that is not what its format reads. */
-export class TranscriptError extends Error {
-  override readonly name = 'TranscriptError';
+export class TranscriptError extends TidemarkError<'invalid_transcript'> {
+  override readonly name: string = 'TranscriptError';
   constructor(
     message: string,
     /** The 1-based line of a JSONL transcript the problem is on, or null. */
     readonly line: number | null,
   ) {
-    super(message);
+    super('invalid_transcript', message);
   }
 }
 

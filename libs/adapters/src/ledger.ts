@@ -1,4 +1,4 @@
-import { canonicalJson, sha256Hex, type StateChange } from '@tidemark/core';
+import { canonicalJson, sha256Hex, type StateChange, TidemarkError } from '@tidemark/core';
 
 // The ledger: the negative facts no transcript format has a field for — "this constraint holds", "this
 // one replaces that one", "this approach is rejected", "this failed, do not retry" — as tools an agent
@@ -130,8 +130,11 @@ export function anthropicLedgerTools(): {
 }
 
 /** A ledger call whose name or arguments do not fit its schema. */
-export class LedgerError extends Error {
-  override readonly name = 'LedgerError';
+export class LedgerError extends TidemarkError<'invalid_ledger_call'> {
+  override readonly name: string = 'LedgerError';
+  constructor(message: string) {
+    super('invalid_ledger_call', message);
+  }
 }
 
 /**

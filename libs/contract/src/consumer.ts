@@ -1,4 +1,4 @@
-import type { DeadLetterReason } from '@tidemark/core';
+import { isRetriable, type DeadLetterReason } from '@tidemark/core';
 import type { Admin, Consumer, ConsumerRunConfig, EachBatchPayload, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import { decodeRecord, type DecodedRecord, type RawRecord } from './decode.js';
@@ -197,7 +197,12 @@ export class BusConsumer<R extends TopicRole> implements EventConsumer {
           await this.#eachBatch(payload);
         } catch (error) {
           this.#failing.add(payload.batch.partition);
-          if (error instanceof Error && (isReported(error) || this.#options.reportedBy?.(error) === true)) {
+          // A retriable Tidemark error is a known condition its service tells of (Redis lost, a frame
+          // write refused): redelivered quietly. Anything else is logged by kafkajs as the error it is.
+          if (
+            error instanceof Error &&
+            (isReported(error) || isRetriable(error) || this.#options.reportedBy?.(error) === true)
+          ) {
             this.#bus.reported(markReported(error));
           }
           throw error;

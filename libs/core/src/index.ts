@@ -12,7 +12,18 @@ export {
   ViolationConditionSymbols,
 } from './wire.generated.js';
 
-export { TidemarkCoreError, type CoreErrorCode } from './errors.js';
+export {
+  isRetriable,
+  TidemarkCoreError,
+  TidemarkError,
+  type ContractErrorCode,
+  type CoreErrorCode,
+  type InputErrorCode,
+  type ServiceErrorCode,
+  type StateErrorCode,
+  type TidemarkErrorCode,
+  type TidemarkErrorOptions,
+} from './errors.js';
 export { canonicalJson, compareText } from './canonical.js';
 export { sha256, sha256Hex } from './sha256.js';
 export {

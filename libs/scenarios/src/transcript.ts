@@ -1,4 +1,11 @@
-import { estimateTokens, type Policy, type StateChange, type TurnEvent, type TurnRole } from '@tidemark/core';
+import {
+  estimateTokens,
+  type Policy,
+  type StateChange,
+  TidemarkError,
+  type TurnEvent,
+  type TurnRole,
+} from '@tidemark/core';
 import { z } from 'zod';
 
 // A fixture transcript is an agent session written the way a person reads one: the turns that matter,
@@ -93,8 +100,12 @@ export interface ScenarioSession {
   readonly turns: readonly TurnEvent[];
 }
 
-export class TranscriptError extends Error {
-  override readonly name = 'TranscriptError';
+/** A scenario transcript file that does not parse. */
+export class TranscriptError extends TidemarkError<'invalid_scenario'> {
+  override readonly name: string = 'TranscriptError';
+  constructor(message: string) {
+    super('invalid_scenario', message);
+  }
 }
 
 /** Parses and expands a transcript; a malformed one is a TranscriptError naming the fault. */

@@ -1,16 +1,17 @@
+import { TidemarkError } from '@tidemark/core';
 import { z } from 'zod';
 
 // Configuration is parsed once, at start, from the environment. Defaults run against the local stack
 // (`pnpm infra:up`), so a service started with no environment at all works on a developer's machine.
 
 /** Thrown when the environment holds a value a service cannot run with; it names every bad variable. */
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
+export class ConfigError extends TidemarkError<'invalid_config'> {
+  override readonly name: string = 'ConfigError';
   constructor(
     message: string,
     readonly variables: readonly string[],
   ) {
-    super(message);
+    super('invalid_config', message);
   }
 }
 

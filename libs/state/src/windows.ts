@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { TurnEvent } from '@tidemark/core';
 import type { Redis, Result } from 'ioredis';
 import { luaScript, sessionStoreKey, windowsLayout, type SessionRef } from './keys.js';
+import { StateError } from './errors.js';
 import { execAll } from './replies.js';
 import { StoreLifecycle } from './store-lifecycle.js';
 
@@ -52,20 +53,26 @@ export interface LoadedWindows<W> {
 }
 
 /** Some windows were rewritten (or lost) since their batch loaded them: the batch is redone. */
-export class WindowMovedError extends Error {
-  override readonly name = 'WindowMovedError';
+export class WindowMovedError extends StateError {
+  override readonly name: string = 'WindowMovedError';
   constructor(readonly sessions: readonly string[]) {
     super(
+      'window_moved',
       `the window of ${sessions.join(', ')} changed in Redis while the batch ran (Redis lost or rebuilt); the batch will be redone`,
+      { retriable: true },
     );
   }
 }
 
 /** Redis lost the compactor's state (the namespace, or a window's turns): the windows are rebuilt from L0. */
-export class WindowsLostError extends Error {
-  override readonly name = 'WindowsLostError';
+export class WindowsLostError extends StateError {
+  override readonly name: string = 'WindowsLostError';
   constructor(readonly detail = 'the namespace epoch is gone (Redis flushed or restarted)') {
-    super(`the compactor state in Redis was lost (${detail}); windows must be rebuilt from turns.l0`);
+    super(
+      'windows_lost',
+      `the compactor state in Redis was lost (${detail}); windows must be rebuilt from turns.l0`,
+      { retriable: true },
+    );
   }
 }
 

@@ -10,7 +10,7 @@ import {
   type InputFormat,
 } from '@tidemark/adapters';
 import { createPublisher, type Publisher } from '@tidemark/contract';
-import type { TurnEvent } from '@tidemark/core';
+import { TidemarkError, type TurnEvent } from '@tidemark/core';
 import { commonConfig, createLogger, logRedisOutages, parseConfig, z } from '@tidemark/service';
 import { Projection } from '@tidemark/state';
 import { Redis } from 'ioredis';
@@ -168,8 +168,11 @@ function followedJsonl(file: string, ref: ConvertOptions): () => Promise<Convers
 }
 
 /** A transcript that cannot be ingested as it is: the message names the file (and line). */
-export class IngestError extends Error {
-  override readonly name = 'IngestError';
+export class IngestError extends TidemarkError<'invalid_transcript'> {
+  override readonly name: string = 'IngestError';
+  constructor(message: string) {
+    super('invalid_transcript', message);
+  }
 }
 
 function signalled(): Promise<void> {

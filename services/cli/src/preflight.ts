@@ -1,3 +1,4 @@
+import { TidemarkError } from '@tidemark/core';
 import { connect } from 'node:net';
 import { commonConfig, parseConfig, z } from '@tidemark/service';
 import type { Env } from './pipeline.js';
@@ -30,10 +31,10 @@ const stackConfig = z.object({
 export type StackAddresses = z.infer<typeof stackConfig>;
 
 /** Thrown by `preflight`; its message is the one line the CLI prints. */
-export class StackUnreachableError extends Error {
-  override readonly name = 'StackUnreachableError';
+export class StackUnreachableError extends TidemarkError<'stack_unreachable'> {
+  override readonly name: string = 'StackUnreachableError';
   constructor(readonly unreachable: readonly Unreachable[]) {
-    super(describeUnreachable(unreachable));
+    super('stack_unreachable', describeUnreachable(unreachable), { retriable: true });
   }
 }
 

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
   Bus,
-  markReported,
   restartGroupsFromEarliest,
   provisionTopics,
   topicNames,
@@ -79,16 +78,13 @@ export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compa
           await engine!.onTurns(records);
         } catch (error) {
           // Told of here, once, in the compactor's words; the bus and kafkajs keep theirs at debug.
-          if (error instanceof WindowsLostError) {
-            rebuild(error.detail);
-            throw markReported(error);
-          }
+          // Both are retriable: the bus redelivers the batch without repeating the story.
+          if (error instanceof WindowsLostError) rebuild(error.detail);
           if (error instanceof WindowMovedError) {
             logger.warn(
               { sessions: error.sessions },
               'windows changed under a batch (Redis lost or rebuilt): redoing it',
             );
-            throw markReported(error);
           }
           throw error;
         }

@@ -1,18 +1,19 @@
 import { sessionKey, type DecodedRecord, type EventProducer } from '@tidemark/contract';
 import {
+  type BoundaryQuery,
   canonicalJson,
+  type Compaction,
   compareText,
   createModelSummarizer,
   fetchTransport,
   narrativeSummarizer,
+  type Policy,
   policyIdOf,
   sha256Hex,
   strictRepairOf,
   strictSummarizer,
-  type BoundaryQuery,
-  type Compaction,
-  type Policy,
   type Summarizer,
+  TidemarkError,
   type TurnEvent,
 } from '@tidemark/core';
 import { Counter, Gauge, Histogram, type Registry } from '@tidemark/service';
@@ -64,14 +65,17 @@ export interface EngineOptions {
 }
 
 /** The state a summary needs was not there in time: the batch is retried (redelivered) later. */
-export class StateUnavailableError extends Error {
-  override readonly name = 'StateUnavailableError';
-  readonly retriable = true;
+export class StateUnavailableError extends TidemarkError<'state_unavailable'> {
+  override readonly name: string = 'StateUnavailableError';
   constructor(
     readonly reason: 'timeout' | 'rebuilding',
     readonly session: string,
   ) {
-    super(`the materialized state of ${session} is not available (${reason}); the batch will be retried`);
+    super(
+      'state_unavailable',
+      `the materialized state of ${session} is not available (${reason}); the batch will be retried`,
+      { retriable: true },
+    );
   }
 }
 

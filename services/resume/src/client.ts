@@ -1,15 +1,16 @@
 import {
   buildResumeContext,
-  defaultPolicy,
-  planNodeId,
-  sessionKey,
-  TidemarkCoreError,
   type Compaction,
+  defaultPolicy,
   type Frame,
+  planNodeId,
   type Policy,
   type ResumeContext,
   type ResumeMessage,
   type ResumePlan,
+  sessionKey,
+  TidemarkCoreError,
+  TidemarkError,
   type TurnEvent,
 } from '@tidemark/core';
 import type { Logger } from 'pino';
@@ -132,11 +133,10 @@ export type ResumeOutcome =
   | { readonly ok: false; readonly code: ResumeRefusal; readonly message: string };
 
 /** The resume could not be served because a dependency failed (Redis, Kafka, the registry). */
-export class ResumeUnavailableError extends Error {
-  override readonly name = 'ResumeUnavailableError';
-  readonly retriable = true;
+export class ResumeUnavailableError extends TidemarkError<'resume_unavailable'> {
+  override readonly name: string = 'ResumeUnavailableError';
   constructor(message: string, options: { cause: unknown }) {
-    super(message, options);
+    super('resume_unavailable', message, { retriable: true, cause: options.cause });
   }
 }
 

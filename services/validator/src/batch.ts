@@ -1,13 +1,14 @@
 import {
   boundaryQuery,
-  decide,
-  evolve,
   type BoundaryQuery,
   type CheckOptions,
   type Compaction,
+  decide,
+  evolve,
   type MarkerDecision,
   type SessionFrameState,
   type StateAtBoundary,
+  TidemarkError,
 } from '@tidemark/core';
 import {
   sessionKeyOf,
@@ -73,8 +74,12 @@ export type BatchOutcome = {
   readonly redelivered: number;
 };
 
-export class RetriableBatchError extends Error {
-  override readonly name = 'RetriableBatchError';
+/** The batch's frames could not be written as decided (a rebalance, a lost store): it is redelivered. */
+export class RetriableBatchError extends TidemarkError<'frame_write_refused'> {
+  override readonly name: string = 'RetriableBatchError';
+  constructor(message: string) {
+    super('frame_write_refused', message, { retriable: true });
+  }
 }
 
 interface SessionWork extends SessionRef {

@@ -20,7 +20,7 @@ import {
   type ServicePhase,
 } from '@tidemark/service';
 import { Redis } from 'ioredis';
-import { decideBatch, RetriableBatchError, type BatchInput, type ProjectionReader } from './batch.js';
+import { decideBatch, type BatchInput, type ProjectionReader } from './batch.js';
 import type { ValidatorConfig } from './config.js';
 import { validatorMetrics } from './metrics.js';
 import { rebuildFrames } from './rebuild.js';
@@ -120,9 +120,9 @@ export function create(config: ValidatorConfig, deps: ValidatorDeps = {}): Valid
         // Partitions hold disjoint sessions: one waiting on a lagging session does not hold up the others.
         partitionsConsumedConcurrently: config.PARTITIONS_CONCURRENTLY,
         sessionTimeout: config.SESSION_TIMEOUT_MS,
-        // Redis away (its outage is told once, by logRedisOutages) or a refused frame write (told of as
-        // "frame write refused"): the batch is redelivered, and kafkajs need not say so again.
-        reportedBy: (error) => isRedisOutageError(error) || error instanceof RetriableBatchError,
+        // Redis away: its outage is told once, by logRedisOutages; a refused frame write (told of as
+        // "frame write refused") is a retriable error the bus redelivers quietly by itself.
+        reportedBy: isRedisOutageError,
         onBatch: async (records, context) => {
           if (records.length === 0) return;
           const inputs: BatchInput[] = records.map((record) => ({
