@@ -1,6 +1,8 @@
 // One linter for the whole tree: type-checked TypeScript rules, Prettier owns formatting.
 import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+import importX from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
 // Modules that perform I/O. The core library must stay pure: it is reasoned about and tested
@@ -47,6 +49,36 @@ export default tseslint.config(
               group: ['@tidemark/*/src/*', '@tidemark/*/test/*', '../../libs/*', '../../services/*'],
               message: 'Import another package through its public face (its index), not its internals.',
             },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // No module imports itself back through others: each concept has one place, and the graph reads
+    // from the leaves (core) up to the services.
+    files: ['**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: {
+      ...importX.flatConfigs.typescript.settings,
+      'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })],
+    },
+    rules: { 'import-x/no-cycle': 'error' },
+  },
+  {
+    // A package's test helpers (`@tidemark/<pkg>/testing`) are for tests, never for what ships.
+    files: ['libs/*/src/**/*.ts', 'services/*/src/**/*.ts'],
+    ignores: ['libs/*/src/testing.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['@tidemark/*/src/*', '@tidemark/*/test/*', '../../libs/*', '../../services/*'],
+              message: 'Import another package through its public face (its index), not its internals.',
+            },
+            { group: ['@tidemark/*/testing'], message: 'Test helpers are for tests, not for shipped code.' },
           ],
         },
       ],

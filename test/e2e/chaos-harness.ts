@@ -38,7 +38,7 @@ export interface ServiceProcess {
   isReady(): Promise<boolean>;
 }
 
-export function spawnService(name: ServiceName, env: Readonly<Record<string, string>>): ServiceProcess {
+function spawnService(name: ServiceName, env: Readonly<Record<string, string>>): ServiceProcess {
   // Its own process group (detached), so a kill reaches the whole of it and only it.
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: `${servicesDir}${name}`,
@@ -83,8 +83,7 @@ export function spawnService(name: ServiceName, env: Readonly<Record<string, str
   return { name, child, exited, url: listening, output: () => output, isReady };
 }
 
-export const running = (p: ServiceProcess): boolean =>
-  p.child.exitCode === null && p.child.signalCode === null;
+const running = (p: ServiceProcess): boolean => p.child.exitCode === null && p.child.signalCode === null;
 
 export async function killHard(p: ServiceProcess): Promise<void> {
   if (running(p) && p.child.pid !== undefined) process.kill(-p.child.pid, 'SIGKILL');
@@ -313,8 +312,8 @@ export class RawTap {
   }
 }
 
-export const compactionIdentity = (c: Compaction): string => `c:${c.compactionId}`;
-export const markerIdentity = (d: MarkerDecision): string => `m:${decisionIdentity(d)}`;
+const compactionIdentity = (c: Compaction): string => `c:${c.compactionId}`;
+const markerIdentity = (d: MarkerDecision): string => `m:${decisionIdentity(d)}`;
 
 /** A deterministic random order of the items (Fisher–Yates on the given generator). */
 export function shuffled<T>(items: readonly T[], random: () => number): T[] {

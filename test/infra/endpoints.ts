@@ -15,7 +15,7 @@ export interface Endpoints {
 }
 
 const run = promisify(execFile);
-export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 /**
  * One way for every integration test to get Kafka, the registry and Redis:

@@ -120,11 +120,11 @@ export function outputView(item: Item): OutputView | null {
   }
 }
 
-export function shellChunkText(chunk: Item): string {
+function shellChunkText(chunk: Item): string {
   return [text(chunk.stdout), text(chunk.stderr)].filter((part) => part !== null).join('\n');
 }
 
-export function shellFailure(chunk: Item): string | null {
+function shellFailure(chunk: Item): string | null {
   const outcome = isItem(chunk.outcome) ? chunk.outcome : {};
   if (outcome.type === 'timeout') return 'timeout';
   return typeof outcome.exit_code === 'number' && outcome.exit_code !== 0
@@ -136,7 +136,7 @@ export function shellFailure(chunk: Item): string | null {
  * The exit code a local shell output carries: it is "a JSON string of the output"; Codex writes
  * `{output, metadata: {exit_code}}`, others `{exit_code}`. Null when it carries none.
  */
-export function exitCodeIn(output: string): number | null {
+function exitCodeIn(output: string): number | null {
   const parsed = parseJson(output);
   if (!isItem(parsed)) return null;
   const metadata = isItem(parsed.metadata) ? parsed.metadata : {};

@@ -1,22 +1,17 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import {
-  buildCompaction,
   buildResumeContext,
-  definePolicy,
   foldDecisions,
-  foldTurns,
   markerEmitted,
   resumePlan,
-  summarizeStrict,
-  summaryQuery,
   type ArtifactAction,
-  type Compaction,
   type Disposition,
   type ItemKind,
   type ItemOutcome,
   type ResumeContext,
   type TurnEvent,
 } from '@tidemark/core';
+import { strictL1Node } from '@tidemark/core/testing';
 import { expect } from 'vitest';
 import { inputFormats, type Conversion, type ConvertOptions, type InputFormat } from '../src/types.js';
 
@@ -158,43 +153,13 @@ export function artifactsOf(turns: readonly TurnEvent[]): ObservedArtifact[] {
   );
 }
 
-const policy = definePolicy();
-
-/** The L1 node a strict compactor writes over turns 1..toSeq of a session's turns (seq 1, 2, 3 …). */
-function nodeOver(turns: readonly TurnEvent[], toSeq: number): Compaction {
-  const { tenantId, sessionId } = turns[0]!;
-  const state = foldTurns(tenantId, sessionId, turns).fold.stateAt(
-    summaryQuery({ tenantId, sessionId, fromSeq: 1, toSeq, priorFrame: null }),
-  );
-  const summary = summarizeStrict({
-    span: { kind: 'turns', turns: turns.slice(0, toSeq) },
-    state,
-    priorFrame: null,
-    budget: policy.narrativeTokenBudget,
-  });
-  return buildCompaction({
-    tenantId,
-    sessionId,
-    tier: 1,
-    generation: 1,
-    policy,
-    span: { fromSeq: 1, toSeq, l0Partition: 0, fromOffset: 0, toOffset: toSeq - 1 },
-    children: [],
-    summary,
-    summarizer: 'strict',
-    compactorVersion: 'test',
-    repairOf: null,
-    attempt: 0,
-  });
-}
-
 /**
  * The context a resume assembles when a valid marker covers turns 1..boundary: the node, then the raw
  * turns after it. Boundary 0: no node, the raw log from the start.
  */
 export function contextAt(turns: readonly TurnEvent[], boundary: number): ResumeContext {
   const { tenantId, sessionId } = turns[0]!;
-  const node = boundary === 0 ? null : nodeOver(turns, boundary);
+  const node = boundary === 0 ? null : strictL1Node({ turns, fromSeq: 1, toSeq: boundary });
   const plan = resumePlan(foldDecisions(node === null ? [] : [markerEmitted(node)]), {
     tenantId,
     sessionId,

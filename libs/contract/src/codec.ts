@@ -189,7 +189,7 @@ export function decodeBody<T>(record: RecordName, body: Buffer): T {
 }
 
 // Registry framing: magic byte 0, the schema id as a 4-byte big-endian integer, then the Avro body.
-export const frameHeaderBytes = 5;
+const frameHeaderBytes = 5;
 
 export function frame(schemaId: number, body: Buffer): Buffer {
   const header = Buffer.alloc(frameHeaderBytes);

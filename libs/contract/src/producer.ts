@@ -12,7 +12,7 @@ import { expectedKey, validateEvent } from './validate.js';
 
 export const defaultMaxEventBytes = 1024 * 1024;
 /** A dead letter keeps at most this many bytes of the original value, so it fits a broker's message bound. */
-export const maxDeadLetterValueBytes = 512 * 1024;
+const maxDeadLetterValueBytes = 512 * 1024;
 
 export interface EventProducer {
   /** One batch, encoded via the registry, keyed by sessionKey. Resolves when durably written (acks -1). */

@@ -105,7 +105,7 @@ export function lookupFor(id: number, writer: Type): WriterLookup {
   }
 }
 
-export function statusOf(error: unknown): number | undefined {
+function statusOf(error: unknown): number | undefined {
   const status = (error as { status?: unknown } | null)?.status;
   return typeof status === 'number' ? status : undefined;
 }

@@ -135,7 +135,7 @@ export function sessionKeys(prefix: string, tenantId: string, sessionId: string)
 export const rebuildingKey = (prefix: string): string => `${prefix}proj:rebuilding`;
 
 /** `text` matched literally in a SCAN/KEYS pattern. */
-export function escapeGlob(text: string): string {
+function escapeGlob(text: string): string {
   return text.replace(/[*?[\]\\{}^-]/g, (c) => `\\${c}`);
 }
 

@@ -46,7 +46,7 @@ export interface FallbackRow {
 }
 
 /** Probe questions asked and answered over a summarizer's sessions, per class, and the compression. */
-export interface ProbeTotals {
+interface ProbeTotals {
   readonly asked: number;
   readonly answered: number;
   readonly byClass: Readonly<Record<ProbeClass, { readonly asked: number; readonly answered: number }>>;

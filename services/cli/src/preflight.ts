@@ -10,7 +10,7 @@ import type { Env } from './pipeline.js';
 // variable says where. A part that answers here and fails later fails the command as it always did.
 
 /** How long each part may take to answer; they are checked at once, so this bounds the whole check. */
-export const PREFLIGHT_TIMEOUT_MS = 3_000;
+const PREFLIGHT_TIMEOUT_MS = 3_000;
 
 /** A part of the stack that did not answer. */
 export interface Unreachable {

@@ -65,7 +65,7 @@ export interface EngineOptions {
 }
 
 /** The state a summary needs was not there in time: the batch is retried (redelivered) later. */
-export class StateUnavailableError extends TidemarkError<'state_unavailable'> {
+class StateUnavailableError extends TidemarkError<'state_unavailable'> {
   override readonly name: string = 'StateUnavailableError';
   constructor(
     readonly reason: 'timeout' | 'rebuilding',

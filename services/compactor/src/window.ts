@@ -25,7 +25,7 @@ import {
 // recomputes a window after a crash, or a replay, publishes the same bytes under the same ids.
 
 /** An accepted, uncompacted turn: what planning needs, and where the turn lives in turns.l0. */
-export interface WindowTurn {
+interface WindowTurn {
   readonly seq: number;
   readonly tokenCount: number;
   readonly partition: number;

@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from '@tidemark/service';
 import type { DeadLetterReason } from '@tidemark/core';
 
-export type TurnOutcome = 'applied' | 'duplicate' | 'refused';
+type TurnOutcome = 'applied' | 'duplicate' | 'refused';
 
 /** The materializer's metrics, registered on the host's registry. */
 export interface MaterializerMetrics {

@@ -10,8 +10,7 @@ import openapi from '../openapi.json' with { type: 'json' };
 // for tenant B gets 403 before anything is looked up, so whether B has such a session never shows.
 // Error bodies are `{ code, message }` and never echo a tenant or session id.
 
-export type ApiErrorCode =
-  ResumeRefusal | 'unauthorized' | 'forbidden' | 'unavailable' | 'internal' | 'bad_request';
+type ApiErrorCode = ResumeRefusal | 'unauthorized' | 'forbidden' | 'unavailable' | 'internal' | 'bad_request';
 
 const statusOf: Readonly<Record<ApiErrorCode, number>> = {
   bad_request: 400,

@@ -81,7 +81,7 @@ interface Tracked {
   evaluatedMs: number;
 }
 
-export const staleWindowMs = 15 * 60_000;
+const staleWindowMs = 15 * 60_000;
 
 /**
  * The evaluations of one resume instance: per session (bounded), the due boundary, its append time

@@ -75,7 +75,7 @@ export type BatchOutcome = {
 };
 
 /** The batch's frames could not be written as decided (a rebalance, a lost store): it is redelivered. */
-export class RetriableBatchError extends TidemarkError<'frame_write_refused'> {
+class RetriableBatchError extends TidemarkError<'frame_write_refused'> {
   override readonly name: string = 'RetriableBatchError';
   constructor(message: string) {
     super('frame_write_refused', message, { retriable: true });

@@ -2,11 +2,7 @@
 // Redis prefix. Turns go into the projection through Projection.applyBatch (the materializer's own
 // write path); compactions are published as the compactor would; markers are read back off the topic.
 import {
-  buildCompaction,
   canonicalJson,
-  foldTurns,
-  summarizeStrict,
-  summaryQuery,
   type Claims,
   type Compaction,
   type MarkerDecision,
@@ -19,6 +15,7 @@ import { Bus, provisionTopics, topicNames, type EventProducer } from '@tidemark/
 import { Projection } from '@tidemark/state';
 import { createLogger, parseConfig, Registry } from '@tidemark/service';
 import { endpoints, redisClient, uniqueName } from '@tidemark/test-infra';
+import { strictL1Node } from '@tidemark/core/testing';
 import { onTestFinished } from 'vitest';
 import { create as createValidator, type Validator, type ValidatorDeps } from '../src/index.js';
 import { validatorConfigSchema, type ValidatorConfig } from '../src/config.js';
@@ -271,27 +268,5 @@ export function l1Node(
   policy: Policy,
   edit: (claims: Claims) => Partial<Claims> = () => ({}),
 ): Compaction {
-  const { tenantId, sessionId } = turns[0]!;
-  const { fold } = foldTurns(tenantId, sessionId, turns);
-  const state = fold.stateAt(summaryQuery({ tenantId, sessionId, fromSeq, toSeq, priorFrame: null }));
-  const summary = summarizeStrict({
-    span: { kind: 'turns', turns: turns.filter((t) => t.seq >= fromSeq && t.seq <= toSeq) },
-    state,
-    priorFrame: null,
-    budget: policy.narrativeTokenBudget,
-  });
-  return buildCompaction({
-    tenantId,
-    sessionId,
-    tier: 1,
-    generation: 1,
-    policy,
-    span: { fromSeq, toSeq, l0Partition: 0, fromOffset: fromSeq - 1, toOffset: toSeq - 1 },
-    children: [],
-    summary: { ...summary, claims: { ...summary.claims, ...edit(summary.claims) } },
-    summarizer: 'test',
-    compactorVersion: 'test',
-    repairOf: null,
-    attempt: 0,
-  });
+  return strictL1Node({ turns, fromSeq, toSeq, policy, edit, summarizer: 'test' });
 }
