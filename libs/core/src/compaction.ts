@@ -83,11 +83,6 @@ export function buildCompaction(input: CompactionInput): Compaction {
   };
 }
 
-/** A node's own summary: its narrative, claims and size. */
-export function summaryOfNode(node: Compaction): Summary {
-  return { narrative: node.narrative, claims: node.claims, tokenCount: node.tokenCount };
-}
-
 /**
  * A node as its strict repair reads: the same node with the strict summary's narrative, claims and size
  * (or the node itself when it was summarized strictly). What a strict summary of a digest quotes for

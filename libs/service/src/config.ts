@@ -47,8 +47,6 @@ export const commonConfig = {
   DEPENDENCY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
 } as const;
 
-export type CommonConfig = z.infer<z.ZodObject<typeof commonConfig>>;
-
 /**
  * Parses the environment with a service's schema, or throws a ConfigError naming every bad variable
  * and why, so a misconfigured service fails at start rather than at its first message.

@@ -1,3 +1,3 @@
 // @tidemark/materializer: turns.l0 into the Redis projection, exact, idempotent and rebuildable.
 export { materializerConfigSchema, type MaterializerConfig } from './config.js';
-export { create, type Materializer, type MaterializerDeps } from './materializer.js';
+export { create, type Materializer } from './materializer.js';

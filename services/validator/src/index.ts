@@ -2,7 +2,6 @@
 // compaction time, against the materialized state, by core's session decider; the service keeps each
 // session's decider state.
 export { create, type Validator, type ValidatorDeps } from './validator.js';
-export { validatorConfigSchema, type ValidatorConfig } from './config.js';
-export { missingState } from './decide.js';
-export { decideBatch, type BatchDeps, type BatchInput, type ProjectionReader } from './batch.js';
+export { validatorConfigSchema } from './config.js';
+export { decideBatch, type ProjectionReader } from './batch.js';
 export { restoredSessions } from './rebuild.js';
