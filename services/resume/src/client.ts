@@ -2,21 +2,27 @@ import {
   buildResumeContext,
   type Compaction,
   defaultPolicy,
-  type Frame,
   planNodeId,
   type Policy,
   type ResumeContext,
-  type ResumeMessage,
   type ResumePlan,
   sessionKey,
   TidemarkCoreError,
-  TidemarkError,
   type TurnEvent,
 } from '@tidemark/core';
 import type { Logger } from 'pino';
 import type { ResumeMetrics } from './metrics.js';
 import type { L0Span } from './l0-reader.js';
 import { splitStoredPlan } from './session-plan.js';
+import { ContextCache } from './context-cache.js';
+import {
+  refusal,
+  refusalMessages,
+  ResumeUnavailableError,
+  type ResumeOutcome,
+  type ResumeResult,
+  type StatusOutcome,
+} from './outcomes.js';
 import { compactionDue, StaleTracker, type CompactionDue, type Staleness } from './stale.js';
 
 // One resume, in process: the library agent runtimes embed and the code behind the HTTP handler. It
@@ -62,84 +68,6 @@ export interface TurnReader {
 }
 
 /** A resume context as the API returns it. */
-export interface ResumeResult {
-  readonly tenantId: string;
-  readonly sessionId: string;
-  readonly mode: ResumePlan['mode'];
-  /** The marker the context starts from: the plan's marker (digest), the checkpoint's (raw), or null. */
-  readonly markerId: string | null;
-  /** The node whose narrative and state open the context; null when it is the raw log alone. */
-  readonly nodeId: string | null;
-  /** Raw mode only: why (no_marker, newest_invalid). */
-  readonly reason: 'no_marker' | 'newest_invalid' | null;
-  readonly frame: Frame | null;
-  /** The raw turns appended after the node: rawFromSeq..rawToSeq (none when rawToSeq < rawFromSeq). */
-  readonly rawFromSeq: number;
-  readonly rawToSeq: number;
-  readonly messages: readonly ResumeMessage[];
-  readonly contextHash: string;
-  /**
-   * Non-null when a compaction due for the session has not been decided within STALE_AFTER_MS: the
-   * context is older than it should be. Not part of the context (nor of its hash).
-   */
-  readonly stale: Staleness | null;
-}
-
-/** Where a session stands: its plan, the projection's watermark, the next compaction due, staleness. */
-export interface SessionStatus {
-  readonly tenantId: string;
-  readonly sessionId: string;
-  /** The plan resumes follow now; null before the first marker decision. */
-  readonly plan: {
-    readonly mode: ResumePlan['mode'];
-    /** Raw mode only: why (no_marker, newest_invalid). */
-    readonly reason: 'no_marker' | 'newest_invalid' | null;
-    /** The marker the context starts from (digest: the newest; raw: the checkpoint's, or null). */
-    readonly markerId: string | null;
-    readonly nodeId: string | null;
-    readonly frame: Frame | null;
-    /** The first raw turn appended after the node. */
-    readonly rawFromSeq: number;
-  } | null;
-  /** The projection's watermark: every turn up to it is applied. */
-  readonly appliedSeq: number;
-  readonly compaction: CompactionDue;
-  readonly stale: Staleness | null;
-}
-
-export type StatusRefusal = Extract<ResumeRefusal, 'session_not_found' | 'rebuilding'>;
-
-export type StatusOutcome =
-  | { readonly ok: true; readonly status: SessionStatus }
-  | { readonly ok: false; readonly code: StatusRefusal; readonly message: string };
-
-/** Why a session cannot be resumed right now. Expected outcomes, not errors. */
-export type ResumeRefusal =
-  /** Neither a plan nor a raw turn for this tenant and session. */
-  | 'session_not_found'
-  /** The session has turns but no marker decision was applied yet (no plan to resume by). */
-  | 'no_plan'
-  /** The plan starts from a node the worker has not stored yet (the compactions topic is behind). */
-  | 'node_pending'
-  /** The projection has not applied the turns up to the plan's boundary (it is behind or rebuilding). */
-  | 'projection_behind'
-  /** The resume store or the projection was lost and is being rebuilt from the topics. */
-  | 'rebuilding'
-  /** turns.l0 did not return every raw turn the projection says exists. */
-  | 'l0_incomplete';
-
-export type ResumeOutcome =
-  | { readonly ok: true; readonly result: ResumeResult; readonly context: ResumeContext }
-  | { readonly ok: false; readonly code: ResumeRefusal; readonly message: string };
-
-/** The resume could not be served because a dependency failed (Redis, Kafka, the registry). */
-export class ResumeUnavailableError extends TidemarkError<'resume_unavailable'> {
-  override readonly name: string = 'ResumeUnavailableError';
-  constructor(message: string, options: { cause: unknown }) {
-    super('resume_unavailable', message, { retriable: true, cause: options.cause });
-  }
-}
-
 export interface ResumeClientDeps {
   readonly plans: PlanReader;
   readonly log: SessionLog;
@@ -169,19 +97,6 @@ export interface ResumeClient {
 /** The client and what it registered (the stale gauge's source), released when its owner closes. */
 export interface ResumeClientHandle extends ResumeClient {
   release(): void;
-}
-
-const refusalMessages: Readonly<Record<ResumeRefusal, string>> = {
-  session_not_found: 'no such session',
-  no_plan: 'the session has turns but no marker has been decided for it yet; retry later',
-  node_pending: 'the compaction the plan starts from is not stored yet; retry shortly',
-  projection_behind: 'the projection has not applied the session up to its plan yet; retry shortly',
-  rebuilding: 'resume state is being rebuilt from the log; retry shortly',
-  l0_incomplete: 'turns.l0 did not return every raw turn of the span; retry shortly',
-};
-
-export function refusal(code: ResumeRefusal): ResumeOutcome {
-  return { ok: false, code, message: refusalMessages[code] };
 }
 
 export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHandle {
@@ -417,40 +332,4 @@ function resultOf(
     contextHash: context.contextHash,
     stale,
   };
-}
-
-/** Least recently used contexts first out, bounded by the size of their canonical JSON. */
-class ContextCache {
-  readonly #entries = new Map<string, ResumeContext>();
-  readonly #limit: number;
-  #bytes = 0;
-
-  constructor(limitBytes: number) {
-    this.#limit = limitBytes;
-  }
-
-  get(key: string): ResumeContext | undefined {
-    const entry = this.#entries.get(key);
-    if (entry !== undefined) {
-      this.#entries.delete(key);
-      this.#entries.set(key, entry);
-    }
-    return entry;
-  }
-
-  set(key: string, context: ResumeContext): void {
-    // Messages and canonical hold the same text about twice.
-    const size = context.canonical.length * 2;
-    if (size > this.#limit) return;
-    const previous = this.#entries.get(key);
-    if (previous !== undefined) this.#bytes -= previous.canonical.length * 2;
-    this.#entries.delete(key);
-    this.#entries.set(key, context);
-    this.#bytes += size;
-    for (const [oldest, entry] of this.#entries) {
-      if (this.#bytes <= this.#limit) break;
-      this.#entries.delete(oldest);
-      this.#bytes -= entry.canonical.length * 2;
-    }
-  }
 }

@@ -1,5 +1,5 @@
 import { contextIn, outputFormats, type OutputFormat } from '@tidemark/adapters';
-import type { ResumeResult } from './client.js';
+import type { ResumeResult } from './outcomes.js';
 
 // A resume in the format an agent runtime hands to its model API: `tidemark` is the context as it is
 // ({role, content} messages); the others are a request body the provider accepts (@tidemark/adapters),

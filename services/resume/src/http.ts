@@ -2,7 +2,8 @@ import { TidemarkCoreError } from '@tidemark/core';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { TokenVerifier } from './auth.js';
-import { ResumeUnavailableError, type ResumeClient, type ResumeRefusal } from './client.js';
+import type { ResumeClient } from './client.js';
+import { ResumeUnavailableError, type ResumeRefusal } from './outcomes.js';
 import { inFormat, isResumeFormat, resumeFormats, type ResumeFormat } from './formats.js';
 import openapi from '../openapi.json' with { type: 'json' };
 

@@ -15,7 +15,7 @@ import {
 import { PlanStore } from '@tidemark/state';
 import { Redis } from 'ioredis';
 import { TokenVerifier, tokensFromConfig, type TokenEntry } from './auth.js';
-import { ResumeUnavailableError } from './client.js';
+import { ResumeUnavailableError } from './outcomes.js';
 import { policiesOf, type ResumeConfig } from './config.js';
 import { registerResumeRoutes } from './http.js';
 import { createResumeClient, type ResumeLibraryClient } from './library.js';

@@ -3,13 +3,8 @@ import { fastify } from 'fastify';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { hashToken, parseTokenList, TokenVerifier } from '../src/auth.js';
-import {
-  refusal,
-  ResumeUnavailableError,
-  type ResumeClient,
-  type ResumeOutcome,
-  type StatusOutcome,
-} from '../src/client.js';
+import type { ResumeClient } from '../src/client.js';
+import { refusal, ResumeUnavailableError, type ResumeOutcome, type StatusOutcome } from '../src/outcomes.js';
 import { registerResumeRoutes } from '../src/http.js';
 
 // The HTTP mapping of every outcome, over an in-process client (the real one is tested against the stack).
