@@ -3,9 +3,9 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
-// libs/core is pure: it imports nothing but its own modules (no Kafka, Redis, network, disk, not even
-// another Tidemark package) and reads no clock, randomness or environment, so that it can be reasoned
-// about and tested exhaustively and its outputs are byte-deterministic. ESLint enforces the imports too;
+// libs/core is pure: it imports nothing but its own modules and node:crypto's hashing (no Kafka, Redis,
+// network, disk, not even another Tidemark package) and reads no clock, randomness or environment, so
+// that it can be reasoned about and tested exhaustively and its outputs are byte-deterministic. ESLint enforces the imports too;
 // this test also catches dynamic imports, require and the ambient sources of nondeterminism.
 
 const coreRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../libs/core');
@@ -17,7 +17,13 @@ const specifierPatterns = [
   /\bimport\s*\(\s*['"`]([^'"`]+)['"`]\s*\)/g,
   /\brequire\s*\(\s*['"`]([^'"`]+)['"`]\s*\)/g,
 ];
+/** The one module the core may import: its hashing is deterministic and does no I/O. */
+const allowedModule = 'node:crypto';
+
 const ambient = [
+  // node:crypto's randomness is as nondeterministic as Math.random.
+  /\brandom(UUID|Bytes|Int|Fill|FillSync)\s*\(/,
+  /\bgetRandomValues\s*\(/,
   /\bDate\.now\s*\(/,
   /\bnew Date\s*\(/,
   /\bMath\.random\s*\(/,
@@ -44,7 +50,7 @@ export function impurities(file: string, source: string): string[] {
       const inside =
         (specifier.startsWith('./') || specifier.startsWith('../')) &&
         !relative(sourceRoot, resolve(dirname(file), specifier)).startsWith('..');
-      if (!inside) found.push(`imports ${specifier}`);
+      if (!inside && specifier !== allowedModule) found.push(`imports ${specifier}`);
     }
   }
   const code = source
@@ -82,6 +88,8 @@ describe('libs/core purity', () => {
         file,
         [
           "import { readFileSync } from 'node:fs';",
+          "import { createHash, randomUUID } from 'node:crypto';",
+          "import { createHash as hash } from 'crypto';",
           "import type { Kafka } from 'kafkajs';",
           "export * from '@tidemark/contract';",
           "const redis = await import('ioredis');",
@@ -89,16 +97,19 @@ describe('libs/core purity', () => {
           "import { check } from './check.js';",
           "import { outside } from '../../contract/src/index.js';",
           'const now = Date.now();',
+          'const id = randomUUID();',
           '// Date.now() in a comment is fine',
         ].join('\n'),
       ),
     ).toEqual([
       'imports node:fs',
+      'imports crypto',
       'imports kafkajs',
       'imports ../../contract/src/index.js',
       'imports @tidemark/contract',
       'imports ioredis',
       'imports net',
+      'uses \\brandom(UUID|Bytes|Int|Fill|FillSync)\\s*\\(',
       'uses \\bDate\\.now\\s*\\(',
     ]);
   });

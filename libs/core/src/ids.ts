@@ -1,10 +1,18 @@
+import { createHash } from 'node:crypto';
 import { canonicalJson } from './canonical.js';
 import type { Policy } from './model.js';
-import { sha256Hex } from './sha256.js';
 
 // Content-derived ids: SHA-256 (hex) over the canonical JSON of what identifies the thing, with a `kind`
 // that keeps the id spaces apart. Replaying the same L0 under the same policy gives the same ids, so a
 // duplicate is recognisable and harmless downstream.
+
+/**
+ * SHA-256 (hex) of bytes, or of a string's UTF-8 encoding: node:crypto's, the one module the core may
+ * import (hashing is deterministic and does no I/O).
+ */
+export function sha256Hex(input: Uint8Array | string): string {
+  return createHash('sha256').update(input).digest('hex');
+}
 
 export interface CompactionIdentity {
   readonly tenantId: string;

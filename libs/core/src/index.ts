@@ -11,8 +11,7 @@ export {
   type StateErrorCode,
 } from './errors.js';
 export { canonicalJson, compareText } from './canonical.js';
-export { sha256Hex } from './sha256.js';
-export { compactionIdOf, contextHashOf, markerIdOf, policyIdOf, sessionKey } from './ids.js';
+export { compactionIdOf, contextHashOf, markerIdOf, policyIdOf, sessionKey, sha256Hex } from './ids.js';
 export { estimateTokens, fitToBudget } from './tokens.js';
 
 export {
