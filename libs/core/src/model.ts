@@ -2,29 +2,17 @@
 // names the core uses, and the pure-only types that never go on the wire. One place per concept.
 import type {
   ArtifactAction,
-  ArtifactClaim,
-  ArtifactRecorded,
   Claims,
   Compaction,
-  CompactionSpan,
-  ConstraintClaim,
-  DeadLetter,
-  DeadLetterReason,
   Disposition,
-  DispositionClaim,
   ItemKind,
-  ItemOpened,
   ItemOutcome,
   MarkerEmitted,
   MarkerInvalid,
   OriginalMessage,
   RawCheckpoint,
-  ResolvedClaim,
   TurnEvent,
   TurnRole,
-  UnresolvedClaim,
-  Violation,
-  ViolationCondition,
 } from './wire.generated.js';
 
 export type {
@@ -52,7 +40,7 @@ export type {
   UnresolvedClaim,
   Violation,
   ViolationCondition,
-};
+} from './wire.generated.js';
 
 /** One state change of a turn: a union discriminated on `type`. */
 export type StateChange = TurnEvent['changes'][number];

@@ -5,7 +5,7 @@ export { createLogger, type Logger } from './logger.js';
 export { createServiceHost, type ReadinessCheck, type ServiceHost } from './host.js';
 export { z } from 'zod';
 export { Counter, Gauge, Histogram, Registry } from 'prom-client';
-export { mountService, runMain, type Service } from './service.js';
+export { hostedBy, mountService, runMain, type HostedDeps, type Service } from './service.js';
 export { stateOf, type ServicePhase, type ServiceState } from './state.js';
 export { superviseRebuild } from './rebuild.js';
 export { connectionChecks, dependencyCheck } from './dependencies.js';

@@ -83,21 +83,33 @@ export const windowsLayout = (prefix: string, namespace: string): StoreLayout =>
 //   <prefix>proj:{tenant/session}:artkey   zset    as dispkey, for artifact paths
 //   <prefix>proj:{tenant/session}:skipped  hash    seq -> the turn's skipped changes (told again on redelivery)
 
-export interface SessionKeys {
-  readonly meta: string;
-  readonly turns: string;
-  readonly pos: string;
-  readonly items: string;
-  readonly ends: string;
-  readonly open: string;
-  readonly ended: string;
-  readonly closed: string;
-  readonly disp: string;
-  readonly dispkey: string;
-  readonly art: string;
-  readonly artkey: string;
-  readonly skipped: string;
-}
+/** A session's projection keys, in the order projection-apply-turns.lua takes them as KEYS. */
+const sessionParts = [
+  'meta',
+  'turns',
+  'pos',
+  'items',
+  'ends',
+  'open',
+  'ended',
+  'closed',
+  'disp',
+  'dispkey',
+  'art',
+  'artkey',
+  'skipped',
+] as const;
+
+/** projection-state-at.lua's KEYS: what a boundary's state is read from (not turns, pos or skipped). */
+const stateAtParts = sessionParts.filter((part) => part !== 'turns' && part !== 'pos' && part !== 'skipped');
+
+export type SessionKeys = Readonly<Record<(typeof sessionParts)[number], string>>;
+
+/** The KEYS of projection-apply-turns.lua. */
+export const applyScriptKeys = (keys: SessionKeys): string[] => sessionParts.map((part) => keys[part]);
+
+/** The KEYS of projection-state-at.lua. */
+export const stateAtScriptKeys = (keys: SessionKeys): string[] => stateAtParts.map((part) => keys[part]);
 
 /**
  * The Redis hash tag of a session: every key of one session carries it, so they share a Cluster slot
@@ -114,21 +126,7 @@ export function luaScript(name: string): string {
 
 export function sessionKeys(prefix: string, tenantId: string, sessionId: string): SessionKeys {
   const base = `${sessionStoreKey(prefix, 'proj', { tenantId, sessionId })}:`;
-  return {
-    meta: `${base}meta`,
-    turns: `${base}turns`,
-    pos: `${base}pos`,
-    items: `${base}items`,
-    ends: `${base}ends`,
-    open: `${base}open`,
-    ended: `${base}ended`,
-    closed: `${base}closed`,
-    disp: `${base}disp`,
-    dispkey: `${base}dispkey`,
-    art: `${base}art`,
-    artkey: `${base}artkey`,
-    skipped: `${base}skipped`,
-  };
+  return Object.fromEntries(sessionParts.map((part) => [part, `${base}${part}`])) as SessionKeys;
 }
 
 /** The projection's mark of a rebuild under way (beside its lifecycle: readers wait while it is set). */

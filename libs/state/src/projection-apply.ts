@@ -14,7 +14,7 @@ import {
 } from '@tidemark/core';
 import type { ChainableCommander } from 'ioredis';
 import { StateError } from './errors.js';
-import { lookupMember, sessionKeys, spanMember, type SessionKeys } from './keys.js';
+import { applyScriptKeys, lookupMember, sessionKeys, spanMember, type SessionKeys } from './keys.js';
 import { unexpectedReply } from './replies.js';
 
 // Applying turns to the projection: each turn planned here (core's stateless checks, in core's order, and
@@ -91,7 +91,7 @@ export function queueApply(
   }
   // The sessions' commands follow the marks, in the order the sessions first appear.
   for (const { keys, args } of calls) {
-    void pipeline.tidemarkProjectionApply(...applyKeys(keys), ...args);
+    void pipeline.tidemarkProjectionApply(...applyScriptKeys(keys), ...args);
   }
   return (replies) =>
     plans.map((plan, i) => {
@@ -289,24 +289,6 @@ function rejectionMessage(
       throw new StateError('unexpected_reply', `unknown rejection ${String(unknown)}`);
     }
   }
-}
-
-function applyKeys(keys: SessionKeys): string[] {
-  return [
-    keys.meta,
-    keys.turns,
-    keys.pos,
-    keys.items,
-    keys.ends,
-    keys.open,
-    keys.ended,
-    keys.closed,
-    keys.disp,
-    keys.dispkey,
-    keys.art,
-    keys.artkey,
-    keys.skipped,
-  ];
 }
 
 function nonEmpty(value: string | null | undefined): value is string {

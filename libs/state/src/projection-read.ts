@@ -9,7 +9,7 @@ import {
   type ItemFact,
   type StateAtBoundary,
 } from '@tidemark/core';
-import { lookupBounds, lookupMemberFact, memberFact, sessionKeys } from './keys.js';
+import { lookupBounds, lookupMemberFact, memberFact, sessionKeys, stateAtScriptKeys } from './keys.js';
 
 // Reading the projection: a session's state at a boundary (projection-state-at.lua), exactly as core's
 // SessionFold.stateAt answers it, and its watermark (projection-watermark.lua).
@@ -42,16 +42,7 @@ export function stateAtArgs(prefix: string, query: BoundaryQuery): (string | num
   }
   const keys = sessionKeys(prefix, query.tenantId, query.sessionId);
   return [
-    keys.meta,
-    keys.items,
-    keys.ends,
-    keys.open,
-    keys.ended,
-    keys.closed,
-    keys.disp,
-    keys.dispkey,
-    keys.art,
-    keys.artkey,
+    ...stateAtScriptKeys(keys),
     fromSeq,
     toSeq,
     query.itemIds.length,

@@ -33,15 +33,6 @@ declare module 'ioredis' {
   }
 }
 
-declare module 'ioredis' {
-  interface RedisCommander<Context> {
-    tidemarkProjectionApply(...args: (string | number)[]): Result<unknown[], Context>;
-    tidemarkProjectionStateAt(...args: (string | number)[]): Result<unknown[], Context>;
-    tidemarkProjectionWatermark(...args: string[]): Result<unknown[], Context>;
-    tidemarkProjectionMarkBroken(...args: (string | number)[]): Result<number, Context>;
-  }
-}
-
 const scripts = {
   apply: luaScript('projection-apply-turns'),
   stateAt: luaScript('projection-state-at'),

@@ -1,4 +1,4 @@
-import { replay } from '@tidemark/compactor';
+import { replay, replayTarget } from '@tidemark/compactor';
 import { createPublisher, sessionKey } from '@tidemark/contract';
 import { definePolicy } from '@tidemark/core';
 import type { ScenarioSession } from '@tidemark/scenarios';
@@ -79,11 +79,7 @@ export async function runDemo(pipeline: Pipeline, options: DemoOptions): Promise
         const policy = definePolicy(replayOverrides);
         say(`replaying ${tenantId}/${sessionId} under a tighter policy, as generation 2…`);
         const result = await replay({
-          brokers: config.KAFKA_BROKERS,
-          registryUrl: config.SCHEMA_REGISTRY_URL,
-          redisUrl: config.REDIS_URL,
-          topicPrefix: config.TOPIC_PREFIX,
-          redisPrefix: config.REDIS_PREFIX,
+          ...replayTarget(config),
           policy,
           generation: 2,
           maxRepairs,

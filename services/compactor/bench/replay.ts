@@ -16,7 +16,7 @@ import { defaultPolicy, generateSession, type TurnEvent } from '@tidemark/core';
 import { commonConfig, createLogger, parseConfig, z } from '@tidemark/service';
 import { Projection } from '@tidemark/state';
 import { Redis } from 'ioredis';
-import { replay } from '../src/replay.js';
+import { replay, replayTarget } from '../src/replay.js';
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';
 const sessions = Number(process.argv[2] ?? 1000);
@@ -126,11 +126,7 @@ try {
 
   say('replaying…');
   const result = await replay({
-    brokers: config.KAFKA_BROKERS,
-    registryUrl: config.SCHEMA_REGISTRY_URL,
-    redisUrl: config.REDIS_URL,
-    topicPrefix: config.TOPIC_PREFIX,
-    redisPrefix: config.REDIS_PREFIX,
+    ...replayTarget(config),
     policy: defaultPolicy,
     generation: 1,
     progress: 'none',

@@ -8,14 +8,13 @@ import {
   type EventProducer,
 } from '@tidemark/contract';
 import {
-  createLogger,
   connectionChecks,
+  hostedBy,
   isRedisOutageError,
   logRedisOutages,
-  Registry,
   stateOf,
   superviseRebuild,
-  type Logger,
+  type HostedDeps,
   type Service,
   type ServicePhase,
 } from '@tidemark/service';
@@ -30,10 +29,7 @@ import type { SessionWindow } from './window.js';
 // A shell around the engine: config, wiring, one consumer, readiness, shutdown. It reads no decision:
 // what it publishes is a function of L0 and the policy alone.
 
-export interface CompactorDeps {
-  readonly logger?: Logger;
-  /** The metrics registry (the host's); a new one when absent. */
-  readonly metrics?: Registry;
+export interface CompactorDeps extends HostedDeps {
   /** A Redis connection to use (not closed on stop); one of its own when absent. */
   readonly redis?: Redis;
 }
@@ -44,8 +40,7 @@ export interface Compactor extends Service {
 }
 
 export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compactor {
-  const logger = deps.logger ?? createLogger('compactor', config.LOG_LEVEL);
-  const register = deps.metrics ?? new Registry();
+  const { logger, metrics: register } = hostedBy('compactor', config.LOG_LEVEL, deps);
   const policies = policiesOf(config);
   const policy = policies.base;
   const summarizerOf = summarizers({ baseUrl: config.MODEL_BASE_URL, apiKey: config.MODEL_API_KEY });

@@ -2,5 +2,5 @@
 // computes; strict repairs on MarkerInvalid; replay under a new policy as a new generation.
 export { create } from './compactor.js';
 export { compactorConfigSchema } from './config.js';
-export { replay } from './replay.js';
+export { replay, replayTarget } from './replay.js';
 export { replayCommand } from './replay-command.js';

@@ -1,7 +1,7 @@
 import { definePolicy, defaultPolicy } from '@tidemark/core';
 import { commonConfig, createLogger, parseConfig, z } from '@tidemark/service';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { replay, type ReplayResult } from './replay.js';
+import { replay, replayTarget, type ReplayResult } from './replay.js';
 
 // `tidemark replay`: the replay as a commander command, so the project's `tidemark` CLI mounts it as a
 // subcommand and `src/replay-cli.ts` runs it alone. Where the stack is comes from the environment (the
@@ -103,11 +103,7 @@ export function replayCommand(
         summarizer: flags.summarizer,
       });
       const result = await replay({
-        brokers: config.KAFKA_BROKERS,
-        registryUrl: config.SCHEMA_REGISTRY_URL,
-        redisUrl: config.REDIS_URL,
-        topicPrefix: config.TOPIC_PREFIX,
-        redisPrefix: config.REDIS_PREFIX,
+        ...replayTarget(config),
         policy,
         generation: flags.generation,
         compactorVersion: flags.compactorVersion,

@@ -14,6 +14,23 @@ import type { SessionWindow } from './window.js';
 // same ids with the same bytes (nothing new), and one under a new policy builds a new generation whose
 // frame the validator adopts (invalidating the markers below its depth).
 
+/** Where a replay reads and writes, from a service's configuration (its common part). */
+export function replayTarget(config: {
+  readonly KAFKA_BROKERS: readonly string[];
+  readonly SCHEMA_REGISTRY_URL: string;
+  readonly REDIS_URL: string;
+  readonly TOPIC_PREFIX: string;
+  readonly REDIS_PREFIX: string;
+}): Pick<ReplayOptions, 'brokers' | 'registryUrl' | 'redisUrl' | 'topicPrefix' | 'redisPrefix'> {
+  return {
+    brokers: config.KAFKA_BROKERS,
+    registryUrl: config.SCHEMA_REGISTRY_URL,
+    redisUrl: config.REDIS_URL,
+    topicPrefix: config.TOPIC_PREFIX,
+    redisPrefix: config.REDIS_PREFIX,
+  };
+}
+
 export interface ReplayOptions {
   readonly brokers: readonly string[];
   readonly registryUrl: string;

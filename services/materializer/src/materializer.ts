@@ -9,11 +9,11 @@ import {
 } from '@tidemark/contract';
 import type { TurnEvent } from '@tidemark/core';
 import {
-  createLogger,
   connectionChecks,
+  hostedBy,
   isRedisOutageError,
   logRedisOutages,
-  Registry,
+  type HostedDeps,
   type Logger,
   type ReadinessCheck,
   type Service,
@@ -33,10 +33,7 @@ import { materializerMetrics, type MaterializerMetrics } from './metrics.js';
 // lets the contract commit the batch. It rebuilds the projection from the beginning of L0 whenever the
 // projection's epoch is gone (Redis flushed or restarted empty, or the `rebuild` command).
 
-export interface MaterializerDeps {
-  readonly logger?: Logger;
-  /** Where its metrics go (the host's registry); a private one when absent. */
-  readonly metrics?: Registry;
+export interface MaterializerDeps extends HostedDeps {
   /** A Redis connection to use (not closed on stop); one of its own when absent. */
   readonly redis?: Redis;
   readonly clientId?: string;
@@ -88,7 +85,8 @@ class MaterializerService implements Materializer {
 
   constructor(config: MaterializerConfig, deps: MaterializerDeps) {
     this.#config = config;
-    this.#logger = deps.logger ?? createLogger('materializer', config.LOG_LEVEL);
+    const hosted = hostedBy('materializer', config.LOG_LEVEL, deps);
+    this.#logger = hosted.logger;
     this.#clientId = deps.clientId ?? 'tidemark-materializer';
     this.#ownsRedis = deps.redis === undefined;
     // maxRetriesPerRequest null: while Redis is away, commands wait for it instead of failing the batch
@@ -108,7 +106,7 @@ class MaterializerService implements Materializer {
     );
     this.projection = new Projection(this.#redis, { prefix: config.REDIS_PREFIX });
     this.#topics = topicNames(config.TOPIC_PREFIX);
-    this.#metrics = materializerMetrics(deps.metrics ?? new Registry(), async () =>
+    this.#metrics = materializerMetrics(hosted.metrics, async () =>
       this.#consumer === null ? null : this.#consumer.lag(),
     );
   }

@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Bus, provisionTopics, topicNames } from '@tidemark/contract';
 import {
-  createLogger,
   connectionChecks,
+  hostedBy,
   logRedisOutages,
-  Registry,
   stateOf,
   superviseRebuild,
-  type Logger,
+  type HostedDeps,
   type Service,
   type ServiceHost,
   type ServicePhase,
@@ -27,11 +26,9 @@ import { ResumeWorker } from './worker.js';
 // library client, in one service. It registers its routes on the host it is given (the all-in-one
 // process shares one); it never touches process signals.
 
-export interface ResumeDeps {
+export interface ResumeDeps extends HostedDeps {
   /** The host to register the HTTP routes on (and whose metrics registry and logger to use). */
   readonly host?: ServiceHost;
-  readonly logger?: Logger;
-  readonly metrics?: Registry;
   /** Tokens, overriding RESUME_TOKENS / RESUME_TOKENS_FILE (tests). */
   readonly tokens?: readonly TokenEntry[];
 }
@@ -46,8 +43,10 @@ export interface ResumeService extends Service {
 const rebuildLockMs = 60_000;
 
 export function create(config: ResumeConfig, deps: ResumeDeps = {}): ResumeService {
-  const logger = deps.logger ?? deps.host?.logger ?? createLogger('resume', config.LOG_LEVEL);
-  const registry = deps.metrics ?? deps.host?.metrics ?? new Registry();
+  const { logger, metrics: registry } = hostedBy('resume', config.LOG_LEVEL, {
+    logger: deps.logger ?? deps.host?.logger,
+    metrics: deps.metrics ?? deps.host?.metrics,
+  });
   const metrics = resumeMetrics(registry);
   const tokens = new TokenVerifier(deps.tokens ?? tokensFromConfig(config));
   // The compactor's policies (a bad override fails here, at start): when a session's L1 is due.

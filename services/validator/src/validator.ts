@@ -8,14 +8,13 @@ import {
 } from '@tidemark/contract';
 import { FrameStore, Projection } from '@tidemark/state';
 import {
-  createLogger,
   connectionChecks,
+  hostedBy,
   isRedisOutageError,
   logRedisOutages,
-  Registry,
   stateOf,
   superviseRebuild,
-  type Logger,
+  type HostedDeps,
   type Service,
   type ServicePhase,
 } from '@tidemark/service';
@@ -28,10 +27,7 @@ import { rebuildFrames } from './rebuild.js';
 // The validator service: a thin shell around decide.ts and batch.ts. It consumes compactions in its own
 // group, decides each against the L0 projection, and publishes the decisions to the markers topic.
 
-export interface ValidatorDeps {
-  readonly logger?: Logger;
-  /** Where its metrics go (the host's registry); a private one when absent. */
-  readonly metrics?: Registry;
+export interface ValidatorDeps extends HostedDeps {
   /** A Redis connection to use (not closed on stop); one of its own when absent. */
   readonly redis?: Redis;
   /** The projection to read (tests inject a slow one); over the Redis connection when absent. */
@@ -47,8 +43,9 @@ export interface Validator extends Service {
 }
 
 export function create(config: ValidatorConfig, deps: ValidatorDeps = {}): Validator {
-  const logger = deps.logger ?? createLogger('validator', config.LOG_LEVEL);
-  const metrics = validatorMetrics(deps.metrics ?? new Registry());
+  const hosted = hostedBy('validator', config.LOG_LEVEL, deps);
+  const logger = hosted.logger;
+  const metrics = validatorMetrics(hosted.metrics);
   const ownsRedis = deps.redis === undefined;
   // Auto-pipelining: the boundary reads of a batch, issued together, leave in one round trip.
   // A command fails after the client's retries (Redis down): the batch throws and is redelivered.
