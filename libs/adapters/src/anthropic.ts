@@ -1,36 +1,17 @@
-import type { ContentBlockParam, MessageParam, TextBlockParam } from '@anthropic-ai/sdk/resources/messages';
-import {
-  canonicalJson,
-  contextHashOf,
-  type ArtifactRecorded,
-  type ResumeMessage,
-  type StateChange,
-  type TurnRole,
-} from '@tidemark/core';
+import { type ArtifactRecorded, type StateChange, type TurnRole } from '@tidemark/core';
+import { isBlock, resultText, type Block } from './anthropic-blocks.js';
+import { isList, isNonEmptyString, isRecord } from './json.js';
 import { argumentsDetail, contentDigest, TurnBuilder } from './turns.js';
-import type { Context, Conversion, ConvertOptions, Skipped } from './types.js';
+import type { Conversion, ConvertOptions, Skipped } from './types.js';
 
-// Anthropic Messages. In: a request's `system` and `messages` (content as a string or blocks) become
-// TurnEvents, one per message, with items and artifacts read from block structure alone. Out: a resume
-// context becomes a request body's `system` and `messages`, made valid by the documented tool-use rules
-// without ever inventing a result. The mapping, the rules and what the format cannot say:
+// Anthropic Messages → TurnEvents: a request's `system` and `messages` (content as a string or blocks)
+// become TurnEvents, one per message, with items and artifacts read from block structure alone. The
+// other direction is anthropic-resume.ts. The mapping, the rules and what the format cannot say:
 // libs/adapters/README.md (Anthropic Messages).
 
 /** A Messages transcript: a request's `system` and `messages`, or the messages alone. */
 export type AnthropicTranscript =
   { readonly system?: unknown; readonly messages: readonly unknown[] } | readonly unknown[];
-
-/** The part of a Messages request body a resume context becomes. */
-export interface AnthropicBody {
-  readonly system?: string;
-  readonly messages: MessageParam[];
-}
-
-/** A content block as a transcript holds it: only its `type` is trusted before it is looked at. */
-type Block = { readonly type: string } & Readonly<Record<string, unknown>>;
-
-// ---------------------------------------------------------------------------------------------------
-// From a transcript
 
 /**
  * Converts a Messages transcript: the top-level `system` (when there is one) is a first turn of role
@@ -222,199 +203,9 @@ function editArtifact(name: string, input: unknown): ArtifactRecorded | null {
   }
 }
 
-// ---------------------------------------------------------------------------------------------------
-// To a request body
-
-/**
- * A resume context as a Messages request body's `system` and `messages`: leading system messages (the
- * node's narrative and state block) become `system`; a raw turn converted from a Messages transcript is
- * given back as its original message; the rest become text. Then the documented rules are applied — a
- * tool result whose call is not right before it, and a call with no result right after it, are
- * restated as text; roles alternate, starting with the user — never by inventing a result.
- */
-export function toAnthropic(context: Context): {
-  readonly body: AnthropicBody;
-  readonly contextHash: string;
-} {
-  const { system, rest } = splitLeadingSystem(context.messages);
-  const drafts = rest.map(draftOf).filter((draft) => draft.content.length > 0);
-  const repaired = restateUnansweredCalls(quoteOrphanResults(mergeSameRole(drafts)));
-  const messages = startWithUser(repaired.map(resultsFirst));
-  const body: AnthropicBody = system === null ? { messages } : { system, messages };
-  const contextHash = contextHashOf(
-    canonicalJson({ kind: 'tidemark.resume-context', format: 'anthropic', body }),
-  );
-  return { body, contextHash };
-}
-
-/** A message being assembled: always a list of blocks, so that merging is concatenation. */
-interface Draft {
-  readonly role: 'user' | 'assistant';
-  readonly content: readonly ContentBlockParam[];
-}
-
-const resumedNote = '(resumed from a Tidemark context)';
-
-function splitLeadingSystem(messages: readonly ResumeMessage[]): {
-  readonly system: string | null;
-  readonly rest: readonly ResumeMessage[];
-} {
-  const leading = messages.findIndex((message) => message.role !== 'system');
-  const count = leading === -1 ? messages.length : leading;
-  const texts = messages
-    .slice(0, count)
-    .map((m) => m.content)
-    .filter((text) => text.trim().length > 0);
-  return { system: texts.length === 0 ? null : texts.join('\n\n'), rest: messages.slice(count) };
-}
-
-function draftOf(message: ResumeMessage): Draft {
-  const original = message.original?.format === 'anthropic' ? originalDraft(message.original.json) : null;
-  switch (message.role) {
-    // A system turn after the conversation began has no place but the user's side of it.
-    case 'system':
-      return textDraft('user', `[system] ${message.content}`);
-    case 'user':
-    case 'assistant':
-      return original ?? textDraft(message.role, message.content);
-    case 'tool':
-      return original ?? textDraft('user', `[tool output] ${message.content}`);
-    default: {
-      const never: never = message.role;
-      throw new TypeError(`unknown role ${String(never)}`);
-    }
-  }
-}
-
-/** The provider message a turn was converted from, or null when it is not one this format can give back. */
-function originalDraft(json: string): Draft | null {
-  let message: unknown;
-  try {
-    message = JSON.parse(json);
-  } catch {
-    return null;
-  }
-  if (!isRecord(message) || (message.role !== 'user' && message.role !== 'assistant')) return null;
-  const { role, content } = message;
-  if (typeof content === 'string') return textDraft(role, content);
-  if (!isList(content) || !content.every(isBlock)) return null;
-  // Given back as it was (thinking blocks must be), except for blank text, which the API refuses.
-  const blocks = content.filter((block) => block.type !== 'text' || !isBlank(block.text));
-  return { role, content: blocks as unknown as ContentBlockParam[] };
-}
-
-function textDraft(role: Draft['role'], text: string): Draft {
-  return { role, content: isBlank(text) ? [] : [textBlock(text)] };
-}
-
-/** Rule (c): consecutive messages of one role become one, their blocks in order. */
-function mergeSameRole(drafts: readonly Draft[]): Draft[] {
-  const merged: Draft[] = [];
-  for (const draft of drafts) {
-    const last = merged.at(-1);
-    if (last?.role === draft.role)
-      merged[merged.length - 1] = { ...last, content: [...last.content, ...draft.content] };
-    else merged.push(draft);
-  }
-  return merged;
-}
-
-/**
- * Rule (a): a tool_result must answer a tool_use of the message right before it. One whose call was
- * summarized away (or that is not in a user message at all) is quoted as text, with its real result.
- */
-function quoteOrphanResults(messages: readonly Draft[]): Draft[] {
-  return messages.map((message, index) => {
-    const previous = messages[index - 1];
-    const calls = message.role === 'user' && previous !== undefined ? callIds(previous) : new Set<string>();
-    const content = message.content.map((block) =>
-      block.type === 'tool_result' && !calls.has(block.tool_use_id) ? orphanResultText(block) : block,
-    );
-    return { ...message, content };
-  });
-}
-
-/**
- * Rule (b): a tool_use must be answered in the very next message. One that is not is restated as text,
- * except in a final assistant message: there the runtime appends the results before it sends.
- */
-function restateUnansweredCalls(messages: readonly Draft[]): Draft[] {
-  return messages.map((message, index) => {
-    const next = messages[index + 1];
-    if (message.role === 'assistant' && next === undefined) return message;
-    const answered = message.role === 'assistant' && next !== undefined ? resultIds(next) : new Set<string>();
-    const content = message.content.map((block) =>
-      block.type === 'tool_use' && !answered.has(block.id) ? unansweredCallText(block) : block,
-    );
-    return { ...message, content };
-  });
-}
-
-/** Rule (c): in a user message, tool results come before anything else. */
-function resultsFirst(message: Draft): MessageParam {
-  if (message.role === 'assistant') return { role: 'assistant', content: [...message.content] };
-  const results = message.content.filter((block) => block.type === 'tool_result');
-  const others = message.content.filter((block) => block.type !== 'tool_result');
-  return { role: 'user', content: [...results, ...others] };
-}
-
-/** Rule (c): the conversation opens with the user, and has at least one message. */
-function startWithUser(messages: MessageParam[]): MessageParam[] {
-  if (messages[0]?.role === 'user') return messages;
-  return [{ role: 'user', content: [textBlock(resumedNote)] }, ...messages];
-}
-
-function callIds(message: Draft): Set<string> {
-  return new Set(message.content.flatMap((block) => (block.type === 'tool_use' ? [block.id] : [])));
-}
-
-function resultIds(message: Draft): Set<string> {
-  return new Set(
-    message.content.flatMap((block) => (block.type === 'tool_result' ? [block.tool_use_id] : [])),
-  );
-}
-
-function orphanResultText(block: {
-  readonly tool_use_id: string;
-  readonly is_error?: boolean;
-  readonly content?: unknown;
-}): TextBlockParam {
-  const error = block.is_error === true ? ', an error' : '';
-  const result = resultText(block.content);
-  return textBlock(
-    `[result of tool call ${block.tool_use_id}${error}; the call is not in this context]\n${result}`,
-  );
-}
-
-function unansweredCallText(block: { readonly name: string; readonly input: unknown }): TextBlockParam {
-  return textBlock(
-    `[called ${block.name}(${argumentsDetail(block.input) ?? ''}) — no result in this context]`,
-  );
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Shared
-
-function textBlock(text: string): TextBlockParam {
-  return { type: 'text', text };
-}
-
 function callText(block: Block): string {
   const name = typeof block.name === 'string' ? block.name : 'tool';
   return `${name}(${argumentsDetail(block.input) ?? ''})`;
-}
-
-/** A tool result's text: a string, or its text blocks in order (other blocks by their type). */
-function resultText(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (!isList(content)) return '';
-  return content
-    .map((part) =>
-      isBlock(part) && part.type === 'text' && typeof part.text === 'string'
-        ? part.text
-        : `[${blockType(part)}]`,
-    )
-    .join('\n');
 }
 
 function textOfTextBlocks(value: unknown): string | null {
@@ -432,28 +223,4 @@ function shortText(text: string): string | null {
   const line = text.replace(/\s+/g, ' ').trim();
   if (line.length === 0) return null;
   return line.length <= detailLength ? line : `${line.slice(0, detailLength - 1)}…`;
-}
-
-function blockType(value: unknown): string {
-  return isBlock(value) ? value.type : 'unrecognized block';
-}
-
-function isBlank(text: unknown): boolean {
-  return typeof text !== 'string' || text.trim().length === 0;
-}
-
-function isNonEmptyString(value: unknown): value is string {
-  return typeof value === 'string' && value.length > 0;
-}
-
-function isList(value: unknown): value is readonly unknown[] {
-  return Array.isArray(value);
-}
-
-function isRecord(value: unknown): value is Readonly<Record<string, unknown>> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function isBlock(value: unknown): value is Block {
-  return isRecord(value) && typeof value.type === 'string';
 }

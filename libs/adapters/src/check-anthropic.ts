@@ -1,3 +1,6 @@
+import { isBlank, isBlock, type Block } from './anthropic-blocks.js';
+import { isRecord } from './json.js';
+
 // What the Messages API would refuse in a request body's `system` and `messages`, by its documented
 // rules. Each rule cites where it is written down: the API reference and guides, or — where the guide
 // only implies it — the API's own error message as reported in public issues. The body is checked as
@@ -32,8 +35,6 @@ export function checkAnthropic(body: AnthropicBodyShape): string[] {
     ...toolUseIdProblems(messages),
   ];
 }
-
-type Block = { readonly type: string } & Readonly<Record<string, unknown>>;
 
 /** A message as far as it could be read; `problems` are what kept it from being read further. */
 interface ReadMessage {
@@ -257,16 +258,4 @@ function idsOf(message: ReadMessage, type: 'tool_use' | 'tool_result'): string[]
     const id = block[field];
     return block.type === type && typeof id === 'string' ? [id] : [];
   });
-}
-
-function isBlank(text: unknown): boolean {
-  return typeof text !== 'string' || text.trim().length === 0;
-}
-
-function isRecord(value: unknown): value is Readonly<Record<string, unknown>> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function isBlock(value: unknown): value is Block {
-  return isRecord(value) && typeof value.type === 'string';
 }

@@ -1,3 +1,5 @@
+import { isRecord, type JsonRecord } from './json.js';
+
 // What the Chat Completions API refuses in a request's `messages`, as a list of readable problems (empty:
 // valid). Only documented rules are checked, each with where it is documented:
 //
@@ -15,8 +17,6 @@
 //           https://github.com/agno-agi/agno/issues/3105, https://github.com/minoism/freecc/issues/2
 //         "Duplicate value for 'tool_call_id' of 'call_…', in messages[7] and messages[8]."
 //           https://github.com/agno-agi/agno/issues/5116
-
-type Json = Record<string, unknown>;
 
 const roles = ['developer', 'system', 'user', 'assistant', 'tool', 'function'] as const;
 type Role = (typeof roles)[number];
@@ -63,7 +63,7 @@ export function checkOpenAIChatMessage(message: unknown): string[] {
 }
 
 /** [ref] `name` is optional on developer, system, user and assistant messages, required on function ones. */
-function nameProblems(message: Json, role: Role): string[] {
+function nameProblems(message: JsonRecord, role: Role): string[] {
   if (role === 'function') return typeof message.name === 'string' ? [] : ['a function message needs a name'];
   if (role === 'tool' || message.name === undefined || typeof message.name === 'string') return [];
   return ['name must be a string'];
@@ -117,7 +117,7 @@ function partProblem(part: unknown, allowed: readonly PartType[]): string | null
  * tool call is a function call (id, function.name, function.arguments as a string) or a custom tool
  * call (id, custom.name, custom.input).
  */
-function assistantProblems(message: Json): string[] {
+function assistantProblems(message: JsonRecord): string[] {
   const calls = message.tool_calls;
   if (calls !== undefined && !Array.isArray(calls)) return ['tool_calls must be a list'];
   const callProblems = (calls ?? []).flatMap((call: unknown, index) => {
@@ -151,7 +151,7 @@ function toolCallProblem(call: unknown): string | null {
 }
 
 /** [ref] a tool message has content (text) and `tool_call_id`, "Tool call that this message is responding to". */
-function toolProblems(message: Json): string[] {
+function toolProblems(message: JsonRecord): string[] {
   const id = typeof message.tool_call_id === 'string' ? [] : ['a tool message needs tool_call_id'];
   return [...id, ...contentProblems(message.content, ['text'])];
 }
@@ -189,7 +189,7 @@ function orderProblems(messages: readonly unknown[]): string[] {
 }
 
 function answerProblems(
-  message: Json,
+  message: JsonRecord,
   index: number,
   batch: Batch | null,
   answeredAt: Map<string, number>,
@@ -223,7 +223,7 @@ function unansweredProblems(batch: Batch, where: string): string[] {
       ];
 }
 
-function batchOf(message: Json, index: number): Batch | null {
+function batchOf(message: JsonRecord, index: number): Batch | null {
   if (message.role !== 'assistant' || !Array.isArray(message.tool_calls)) return null;
   const ids = message.tool_calls.flatMap((call: unknown) =>
     isRecord(call) && typeof call.id === 'string' ? [call.id] : [],
@@ -233,8 +233,4 @@ function batchOf(message: Json, index: number): Batch | null {
 
 function isRole(value: unknown): value is Role {
   return typeof value === 'string' && (roles as readonly string[]).includes(value);
-}
-
-function isRecord(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

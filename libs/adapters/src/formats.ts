@@ -1,10 +1,12 @@
-import { fromAnthropic, toAnthropic } from './anthropic.js';
+import { fromAnthropic } from './anthropic.js';
+import { toAnthropic } from './anthropic-resume.js';
 import { checkAnthropic } from './check-anthropic.js';
 import { checkOpenAIChat } from './check-openai-chat.js';
 import { checkOpenAIResponses } from './check-openai-responses.js';
 import { TidemarkCoreError, TidemarkError } from '@tidemark/core';
 import { ClaudeCodeConverter, linesOf } from './claude-code.js';
-import { fromOpenAIChat, toOpenAIChat } from './openai-chat.js';
+import { fromOpenAIChat } from './openai-chat.js';
+import { toOpenAIChat } from './openai-chat-resume.js';
 import { fromOpenAIResponses } from './openai-responses.js';
 import { toOpenAIResponses } from './openai-responses-resume.js';
 import type { Context, Conversion, ConvertOptions, InputFormat, OutputFormat } from './types.js';

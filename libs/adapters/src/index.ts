@@ -24,9 +24,11 @@ export {
   pushLines,
   TranscriptError,
 } from './formats.js';
-export { fromAnthropic, toAnthropic, type AnthropicBody, type AnthropicTranscript } from './anthropic.js';
+export { fromAnthropic, type AnthropicTranscript } from './anthropic.js';
+export { toAnthropic, type AnthropicBody } from './anthropic-resume.js';
 export { checkAnthropic, type AnthropicBodyShape } from './check-anthropic.js';
-export { fromOpenAIChat, toOpenAIChat } from './openai-chat.js';
+export { fromOpenAIChat } from './openai-chat.js';
+export { toOpenAIChat } from './openai-chat-resume.js';
 export { checkOpenAIChat, checkOpenAIChatMessage } from './check-openai-chat.js';
 export { fromOpenAIResponses } from './openai-responses.js';
 export { toOpenAIResponses, type OpenAIResponsesBody } from './openai-responses-resume.js';

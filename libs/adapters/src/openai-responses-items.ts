@@ -1,12 +1,16 @@
 import { canonicalJson, type ItemKind } from '@tidemark/core';
+import type { ResponseFunctionShellCallOutputContent } from 'openai/resources/responses/responses';
 import { answerOf, type OutputType } from './check-openai-responses.js';
+import { isRecord, parseJson, text, type JsonRecord } from './json.js';
 import { argumentsDetail } from './turns.js';
 
 // The item shapes both directions of the OpenAI Responses adapter read (openai-responses.ts reads a
-// transcript, openai-responses-resume.ts writes a request body): calls and outputs as views, and the
-// small readers of JSON values they share.
+// transcript, openai-responses-resume.ts and openai-responses-given-back.ts write a request body):
+// calls and outputs as views, and the small readers of Responses values they share (generic JSON
+// readers are in json.ts).
 
-export type Item = Readonly<Record<string, unknown>>;
+/** A Responses item (or a part of one) as a transcript holds it. */
+export type Item = JsonRecord;
 
 // ---------------------------------------------------------------------------------------------------
 // Calls and outputs, as both directions read them
@@ -47,7 +51,7 @@ export function callView(item: Item): CallView | null {
     summary: `${tool}(${command})`,
     failure,
   });
-  const action = isItem(item.action) ? item.action : {};
+  const action = isRecord(item.action) ? item.action : {};
   switch (item.type) {
     case 'function_call': {
       const name = text(item.name);
@@ -66,7 +70,7 @@ export function callView(item: Item): CallView | null {
       return commands === null ? null : shell(commands.join('; '), 'shell');
     }
     case 'apply_patch_call': {
-      const operation = isItem(item.operation) ? item.operation : {};
+      const operation = isRecord(item.operation) ? item.operation : {};
       const target = `${String(operation.type)} ${String(operation.path)}`;
       const diff = text(operation.diff);
       return {
@@ -102,7 +106,7 @@ export function outputView(item: Item): OutputView | null {
       return view(output, incomplete ?? (exit !== null && exit !== 0 ? `exit code ${exit}` : null));
     }
     case 'shell_call_output': {
-      const chunks = Array.isArray(item.output) ? (item.output as readonly unknown[]).filter(isItem) : [];
+      const chunks = Array.isArray(item.output) ? (item.output as readonly unknown[]).filter(isRecord) : [];
       return view(
         chunks.map(shellChunkText).join('\n'),
         incomplete ?? chunks.map(shellFailure).find(Boolean) ?? null,
@@ -125,7 +129,7 @@ function shellChunkText(chunk: Item): string {
 }
 
 function shellFailure(chunk: Item): string | null {
-  const outcome = isItem(chunk.outcome) ? chunk.outcome : {};
+  const outcome = isRecord(chunk.outcome) ? chunk.outcome : {};
   if (outcome.type === 'timeout') return 'timeout';
   return typeof outcome.exit_code === 'number' && outcome.exit_code !== 0
     ? `exit code ${outcome.exit_code}`
@@ -138,8 +142,8 @@ function shellFailure(chunk: Item): string | null {
  */
 function exitCodeIn(output: string): number | null {
   const parsed = parseJson(output);
-  if (!isItem(parsed)) return null;
-  const metadata = isItem(parsed.metadata) ? parsed.metadata : {};
+  if (!isRecord(parsed)) return null;
+  const metadata = isRecord(parsed.metadata) ? parsed.metadata : {};
   const code = parsed.exit_code ?? metadata.exit_code;
   return typeof code === 'number' ? code : null;
 }
@@ -149,11 +153,7 @@ export function approvalText(requestId: string, approve: boolean, reason: string
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Reading JSON values
-
-export function isItem(value: unknown): value is Item {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+// Reading Responses values
 
 /** An item's type; a message may leave it out (EasyInputMessage). Empty when there is none. */
 export function itemType(item: Item): string {
@@ -171,10 +171,6 @@ export function argumentsText(value: unknown): string {
   return value === undefined || value === null || typeof value === 'string'
     ? str(value)
     : canonicalJson(value);
-}
-
-export function text(value: unknown): string | null {
-  return typeof value === 'string' && value.length > 0 ? value : null;
 }
 
 export function strings(value: unknown): string[] | null {
@@ -219,7 +215,7 @@ export function partsText(content: unknown): string | null {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return null;
   return (content as readonly unknown[])
-    .filter(isItem)
+    .filter(isRecord)
     .map((part) => text(part.text) ?? text(part.refusal))
     .filter((part) => part !== null)
     .join('\n');
@@ -230,10 +226,36 @@ export function toolOutputText(output: unknown): string {
   return typeof output === 'string' ? output : (partsText(output) ?? '');
 }
 
-export function parseJson(json: string): unknown {
-  try {
-    return JSON.parse(json) as unknown;
-  } catch {
-    return null;
+/** An apply_patch call's operation as the input takes it, or null when it is not one. */
+export function patchOperation(
+  value: unknown,
+):
+  | { type: 'create_file' | 'update_file'; path: string; diff: string }
+  | { type: 'delete_file'; path: string }
+  | null {
+  if (!isRecord(value)) return null;
+  const path = text(value.path);
+  if (path === null) return null;
+  if (value.type === 'delete_file') return { type: 'delete_file', path };
+  if ((value.type === 'create_file' || value.type === 'update_file') && typeof value.diff === 'string') {
+    return { type: value.type, path, diff: value.diff };
   }
+  return null;
+}
+
+/** A shell call's output chunks as the input takes them, or null when one is not a chunk. */
+export function shellChunks(value: unknown): ResponseFunctionShellCallOutputContent[] | null {
+  if (!Array.isArray(value)) return null;
+  const chunks = (value as readonly unknown[]).filter(isRecord).map((chunk) => {
+    const outcome = isRecord(chunk.outcome) ? chunk.outcome : {};
+    return {
+      stdout: str(chunk.stdout),
+      stderr: str(chunk.stderr),
+      outcome:
+        outcome.type === 'exit' && typeof outcome.exit_code === 'number'
+          ? { type: 'exit' as const, exit_code: outcome.exit_code }
+          : { type: 'timeout' as const },
+    };
+  });
+  return chunks.length === value.length ? chunks : null;
 }

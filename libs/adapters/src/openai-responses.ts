@@ -2,22 +2,23 @@ import { type ItemKind, type StateChange, type TurnRole } from '@tidemark/core';
 import { answeringOutput, isCallType, type CallType } from './check-openai-responses.js';
 import { argumentsDetail, contentDigest, TurnBuilder } from './turns.js';
 import type { Conversion, ConvertOptions, Skipped } from './types.js';
+import { isRecord, text } from './json.js';
 import {
   approvalText,
   argumentsText,
   callView,
-  isItem,
   type Item,
   itemType,
   outputView,
   partsText,
-  text,
 } from './openai-responses-items.js';
+import { createdContent } from './v4a-patch.js';
 
 // OpenAI Responses: an input/output item list in, TurnEvents out (one turn per item); a resume context
 // in, a request body part (`instructions`, `input`) out that the API accepts. State changes come from
 // the items' structure only (call ids, statuses, exit codes, approval decisions), never from their text.
-// The request-body direction is openai-responses-resume.ts; the mapping of both is in README.md.
+// The request-body direction is openai-responses-resume.ts (with openai-responses-given-back.ts); the
+// mapping of both is in README.md.
 
 // ---------------------------------------------------------------------------------------------------
 // Transcript → turns
@@ -90,7 +91,7 @@ class OpenItems {
 }
 
 function readItem(item: unknown, ledger: OpenItems): Reading {
-  if (!isItem(item)) return { skip: 'not an object' };
+  if (!isRecord(item)) return { skip: 'not an object' };
   const type = itemType(item);
   if (isCallType(type)) return readCall(item, type, ledger);
   switch (type) {
@@ -243,7 +244,7 @@ function mcpName(item: Item): string | null {
 
 /** An apply_patch call's artifact: the file it creates, updates or deletes. */
 function artifactOf(item: Item): StateChange | null {
-  if (item.type !== 'apply_patch_call' || !isItem(item.operation)) return null;
+  if (item.type !== 'apply_patch_call' || !isRecord(item.operation)) return null;
   const { type, path, diff } = item.operation;
   if (typeof path !== 'string' || path === '') return null;
   switch (type) {
@@ -264,15 +265,4 @@ function artifactOf(item: Item): StateChange | null {
     default:
       return null;
   }
-}
-
-/**
- * A create_file diff gives the whole file when every line is an added line: the V4A create syntax,
- * read as the Agents SDK's applyDiff(…, 'create') reads it (lines without their '+', joined by '\n',
- * a final empty line dropped). Anything else is not the full content, and the digest stays unknown.
- */
-function createdContent(diff: string): string | null {
-  const lines = diff.split(/\r?\n/);
-  if (lines.at(-1) === '') lines.pop();
-  return lines.every((line) => line.startsWith('+')) ? lines.map((line) => line.slice(1)).join('\n') : null;
 }

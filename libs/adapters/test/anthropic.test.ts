@@ -1,7 +1,8 @@
 import type { MessageCreateParamsNonStreaming } from '@anthropic-ai/sdk/resources/messages';
 import { foldTurns } from '@tidemark/core';
 import { describe, expect, it } from 'vitest';
-import { fromAnthropic, toAnthropic, type AnthropicBody } from '../src/anthropic.js';
+import { fromAnthropic } from '../src/anthropic.js';
+import { toAnthropic, type AnthropicBody } from '../src/anthropic-resume.js';
 import { checkAnthropic } from '../src/check-anthropic.js';
 import { artifactsOf, contextAt, convertedFixture, itemsOf, validResumeAt } from './fixtures.js';
 

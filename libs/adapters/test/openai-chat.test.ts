@@ -5,7 +5,8 @@ import type {
 } from 'openai/resources/chat/completions';
 import { describe, expect, it } from 'vitest';
 import { checkOpenAIChat } from '../src/check-openai-chat.js';
-import { fromOpenAIChat, toOpenAIChat } from '../src/openai-chat.js';
+import { fromOpenAIChat } from '../src/openai-chat.js';
+import { toOpenAIChat } from '../src/openai-chat-resume.js';
 import { artifactsOf, contextAt, convertedFixture, itemsOf, validResumeAt } from './fixtures.js';
 
 const { transcript, expected, options, turns, boundaries } = convertedFixture<
