@@ -7,6 +7,6 @@ export { z } from 'zod';
 export { Counter, Gauge, Histogram, Registry } from 'prom-client';
 export { hostedBy, mountService, runMain, type HostedDeps, type Service } from './service.js';
 export { stateOf, type ServicePhase, type ServiceState } from './state.js';
-export { superviseRebuild } from './rebuild.js';
+export { superviseRebuild, type RebuildSupervisor } from './rebuild.js';
 export { connectionChecks, dependencyCheck } from './dependencies.js';
 export { isRedisOutageError, logRedisOutages } from './redis.js';

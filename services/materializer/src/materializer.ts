@@ -12,10 +12,12 @@ import {
   connectionChecks,
   hostedBy,
   isRedisOutageError,
+  superviseRebuild,
   logRedisOutages,
   type HostedDeps,
   type Logger,
   type ReadinessCheck,
+  type RebuildSupervisor,
   type Service,
   type ServiceState,
 } from '@tidemark/service';
@@ -70,14 +72,14 @@ class MaterializerService implements Materializer {
   #consumer: EventConsumer | null = null;
   #epoch: string | null = null;
   #state: Phase = 'idle';
-  #rebuild: Promise<void> | null = null;
+  readonly #rebuilds: RebuildSupervisor;
+  /** Stopped and disconnected (`stopped` is set as the stop begins: nothing new starts from there). */
+  #closed = false;
   #progress: RebuildProgress | null = null;
   /** The write that clears a finished rebuild's mark, while it is in flight. */
   #finishing: Promise<boolean> | null = null;
   #timer: NodeJS.Timeout | null = null;
   #ticking = false;
-  /** A rebuild that failed, to try again on the next tick. */
-  #retryRebuild: string | null = null;
   readonly #deadLetters = new DeadLetterLog();
   readonly #onRedisReady = (): void => {
     void this.#checkEpoch('redis ready');
@@ -109,6 +111,11 @@ class MaterializerService implements Materializer {
     this.#metrics = materializerMetrics(hosted.metrics, async () =>
       this.#consumer === null ? null : this.#consumer.lag(),
     );
+    this.#rebuilds = superviseRebuild({
+      what: 'projection',
+      logger: this.#logger,
+      attempt: (reason) => this.#rebuildFromL0(reason),
+    });
   }
 
   get state(): ServiceState {
@@ -118,7 +125,7 @@ class MaterializerService implements Materializer {
       case 'rebuilding':
         return 'rebuilding';
       case 'stopped':
-        return 'stopped';
+        return this.#closed ? 'stopped' : 'draining';
       case 'running':
         return this.#consumer?.ready() === true && this.#redis.status === 'ready' ? 'ready' : 'starting';
     }
@@ -164,43 +171,27 @@ class MaterializerService implements Materializer {
     if (this.#timer !== null) clearInterval(this.#timer);
     this.#timer = null;
     this.#redis.off('ready', this.#onRedisReady);
-    await this.#rebuild?.catch(() => undefined);
+    await this.#rebuilds.stop();
     // The consumer finishes its current batch (applied and dead-lettered) and commits it.
     await this.#consumer?.stop();
     this.#consumer = null;
     await this.#admin?.disconnect().catch(() => undefined);
     await this.#bus?.disconnect();
     if (this.#ownsRedis) await this.#redis.quit().catch(() => this.#redis.disconnect());
+    this.#closed = true;
     this.#logger.info('materializer stopped');
   }
 
   rebuild(reason: string): Promise<void> {
-    // Never rejects: a rebuild that fails (Kafka away, the group not yet empty) is retried by the
-    // periodic check until one succeeds, so the service recovers on its own.
-    this.#rebuild ??= this.#rebuildFromL0(reason)
-      .then(() => {
-        this.#retryRebuild = null;
-      })
-      .catch((error: unknown) => {
-        this.#logger.error({ err: error, reason }, 'rebuild failed; retrying');
-        this.#retryRebuild = reason;
-      })
-      .finally(() => {
-        this.#rebuild = null;
-      });
-    return this.#rebuild;
+    // Never rejects: a rebuild that fails (Kafka away, the group not yet empty) is retried with backoff
+    // until one succeeds, so the service recovers on its own.
+    return this.#rebuilds.run(reason);
   }
 
   async caughtUp(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    while (
-      this.#rebuild !== null ||
-      this.#progress !== null ||
-      this.#finishing !== null ||
-      this.#retryRebuild !== null
-    ) {
+    while (this.#rebuilds.running || this.#progress !== null || this.#finishing !== null) {
       if (Date.now() > deadline) throw new Error(`the rebuild did not catch up within ${timeoutMs} ms`);
-      await this.#rebuild;
       await this.#maybeFinishRebuild();
       await sleep(20);
     }
@@ -314,9 +305,7 @@ class MaterializerService implements Materializer {
     if (!applied.ok) {
       // Flushed (or rebuilt elsewhere) before or during this batch: its outcomes describe lost state.
       this.#logger.warn({ expected: epoch, found: applied.epoch }, 'projection epoch changed under a batch');
-      void this.rebuild('projection lost').catch((error: unknown) =>
-        this.#logger.error({ err: error }, 'rebuild failed'),
-      );
+      void this.rebuild('projection lost');
       return;
     }
     const dead = this.#deadLetters.lettersFor(records, applied.outcomes);
@@ -352,7 +341,6 @@ class MaterializerService implements Materializer {
     if (this.#ticking || this.#state === 'stopped') return;
     this.#ticking = true;
     try {
-      if (this.#retryRebuild !== null && this.#rebuild === null) await this.rebuild(this.#retryRebuild);
       await this.#checkEpoch('periodic check');
       await this.#maybeFinishRebuild();
     } catch (error) {
@@ -365,10 +353,10 @@ class MaterializerService implements Materializer {
   /** Rebuilds when the projection's epoch is not the one this materializer writes under. */
   async #checkEpoch(why: string): Promise<void> {
     if (this.#state !== 'running' && this.#state !== 'rebuilding') return;
-    if (this.#rebuild !== null || this.#epoch === null) return;
+    if (this.#rebuilds.running || this.#epoch === null) return;
     const expected = this.#epoch;
     const current = await this.projection.epoch();
-    if (current === expected || this.#rebuild !== null || this.#epoch !== expected) return;
+    if (current === expected || this.#rebuilds.running || this.#epoch !== expected) return;
     this.#logger.warn({ why, expected, found: current }, 'projection epoch gone');
     await this.rebuild(current === null ? 'projection lost' : 'epoch replaced');
   }
