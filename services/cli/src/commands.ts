@@ -17,6 +17,7 @@ import { Redis } from 'ioredis';
 import { inputFormats, type InputFormat } from '@tidemark/adapters';
 import { runDemo, policyOverridesOf } from './demo.js';
 import { ingest, IngestError } from './ingest.js';
+import { serveMcp } from './mcp.js';
 import { runFallbackReport, formatFallbackReport } from './fallback.js';
 import { formatSessionReport } from './format.js';
 import { Journal } from './journal.js';
@@ -307,6 +308,19 @@ function reportCommand(env: Env): Command {
     );
 }
 
+function mcpCommand(env: Env): Command {
+  return new Command('mcp')
+    .description(
+      "Serve one session to an agent over MCP (stdio): tools to record a constraint, supersede it, reject an approach and record a failure (each appended to the session's turns), and the session's resume and status. The server is the session's writer.",
+    )
+    .argument('<tenant/session>', 'the session, e.g. acme/checkout-refactor', sessionArgument)
+    .action(async (ref: SessionRef) => {
+      const server = await serveMcp({ env, ...ref });
+      note(`tidemark mcp: serving ${ref.tenantId}/${ref.sessionId} on stdio`);
+      await server.closed;
+    });
+}
+
 export function tidemarkProgram(env: Env = process.env): Command {
   return new Command('tidemark')
     .description(
@@ -317,6 +331,7 @@ export function tidemarkProgram(env: Env = process.env): Command {
     .addCommand(inspectCommand(env))
     .addCommand(resumeCommand(env))
     .addCommand(ingestCommand(env))
+    .addCommand(mcpCommand(env))
     .addCommand(reportCommand(env))
     .hook('preAction', () => preflight(env))
     .showHelpAfterError();

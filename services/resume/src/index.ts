@@ -5,4 +5,10 @@ export { createResumeClient, type ResumeLibraryClient } from './library.js';
 export { type ResumeOutcome } from './outcomes.js';
 export { policiesOf, resumeConfigSchema } from './config.js';
 export { hashToken } from './auth.js';
-export { inFormat, resumeFormats, type ProviderResume, type ResumeFormat } from './formats.js';
+export {
+  inFormat,
+  isResumeFormat,
+  resumeFormats,
+  type ProviderResume,
+  type ResumeFormat,
+} from './formats.js';

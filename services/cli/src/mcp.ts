@@ -1,0 +1,229 @@
+import { LedgerError, ledgerChanges, ledgerTools, ledgerTurnId } from '@tidemark/adapters';
+import { createPublisher, type Publisher } from '@tidemark/contract';
+import { estimateTokens, type StateChange } from '@tidemark/core';
+import {
+  policiesOf,
+  resumeConfigSchema,
+  createResumeClient,
+  inFormat,
+  isResumeFormat,
+  resumeFormats,
+} from '@tidemark/resume';
+import { commonConfig, createLogger, logRedisOutages, parseConfig, z } from '@tidemark/service';
+import { Projection } from '@tidemark/state';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
+import { Redis } from 'ioredis';
+import { provision, type Env } from './pipeline.js';
+
+// `tidemark mcp`: an MCP server (stdio) for one session, so that an agent can tell Tidemark the facts no
+// transcript format has a field for. The four ledger tools (@tidemark/adapters' ledger: record a
+// constraint, supersede it, reject an approach, record a failure) each append one turn to the session's
+// L0 carrying the state change; `resume` answers the session's resume in any output format, and `status`
+// where the session stands. The server is the session's writer: a runtime that also publishes the
+// session's turns maps the same tool calls in its own transcript instead (`ledgerChanges`).
+//
+// A ledger call is idempotent: the same fact recorded again (by a retry, or after a restart) is found in
+// the projection, or among the calls this server already sent, and is not appended twice.
+
+export interface McpOptions {
+  readonly env: Env;
+  readonly tenantId: string;
+  readonly sessionId: string;
+}
+
+export interface McpServerHandle {
+  /** Resolves when the client closed the connection. */
+  readonly closed: Promise<void>;
+  close(): Promise<void>;
+}
+
+const serverInfo = { name: 'tidemark', version: '0.1.0' } as const;
+
+const resumeTool = {
+  name: 'resume',
+  description:
+    "This session's resume: the context to carry on from (the trusted summary and the raw turns after it, or the raw log), in the format a model API takes.",
+  inputSchema: {
+    type: 'object' as const,
+    properties: {
+      format: {
+        type: 'string',
+        enum: [...resumeFormats],
+        description: 'tidemark ({role, content} messages, the default), or a provider request body format.',
+      },
+    },
+    additionalProperties: false,
+  },
+};
+
+const statusTool = {
+  name: 'status',
+  description:
+    'Where this session stands: the turns applied, its resume plan (digest or raw), the next compaction due, and whether it is stale.',
+  inputSchema: { type: 'object' as const, properties: {}, additionalProperties: false },
+};
+
+/** Serves the session's ledger and resume over `transport` (stdio by default) until the client leaves. */
+export async function serveMcp(
+  options: McpOptions,
+  transport: Transport = new StdioServerTransport(),
+): Promise<McpServerHandle> {
+  const { tenantId, sessionId } = options;
+  const config = parseConfig(z.object(commonConfig), options.env);
+  // stdout is the protocol's: nothing else may be written there.
+  const quiet = createLogger('tidemark-mcp', 'silent');
+  const bus = await provision(options.env, quiet);
+  const redis = logRedisOutages(new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 }), quiet, 'mcp');
+  const projection = new Projection(redis, { prefix: config.REDIS_PREFIX });
+  const resume = parseConfig(resumeConfigSchema, options.env);
+  const client = createResumeClient({
+    redis,
+    redisPrefix: config.REDIS_PREFIX,
+    bus,
+    policyFor: policiesOf(resume).policyFor,
+    staleAfterMs: resume.STALE_AFTER_MS,
+  });
+  const publisher: Publisher = await createPublisher({
+    brokers: config.KAFKA_BROKERS,
+    registryUrl: config.SCHEMA_REGISTRY_URL,
+    clientId: 'tidemark-mcp',
+    topicPrefix: config.TOPIC_PREFIX,
+    assignSeq: true,
+    logger: quiet,
+  });
+  const { appliedSeq } = await projection.watermark(tenantId, sessionId);
+  publisher.resumeSession(tenantId, sessionId, appliedSeq);
+  /** Turn ids this server appended (a repeat before the projection applied the first is caught here). */
+  const sent = new Set<string>();
+
+  /** Whether every change is in the projection already: the same fact, recorded before. */
+  const recorded = async (changes: readonly StateChange[]): Promise<boolean> => {
+    const { appliedSeq: toSeq } = await projection.watermark(tenantId, sessionId);
+    if (toSeq === 0) return false;
+    const itemIds = changes.flatMap((c) => (c.type === 'item_opened' ? [c.itemId] : []));
+    const itemKeys = changes.flatMap((c) => (c.type === 'item_disposed' ? [c.itemKey] : []));
+    const state = await projection.stateAt({
+      tenantId,
+      sessionId,
+      fromSeq: 1,
+      toSeq,
+      itemIds,
+      itemKeys,
+      paths: [],
+    });
+    return changes.every((change) => {
+      if (change.type === 'item_opened') return state.lookup.items.has(change.itemId);
+      if (change.type !== 'item_disposed') return false;
+      const disposed = state.lookup.dispositions.get(change.itemKey);
+      return disposed?.disposition === change.disposition && disposed.reason === change.reason;
+    });
+  };
+
+  const record = async (name: string, args: unknown): Promise<CallToolResult> => {
+    const changes = ledgerChanges(name, args);
+    const turnId = ledgerTurnId(name, args);
+    if (sent.has(turnId) || (await recorded(changes))) {
+      return reply(`already recorded: ${describe(changes)}`);
+    }
+    const content = `ledger ${name}: ${describe(changes)}`;
+    const turn = await publisher.publishTurn({
+      tenantId,
+      sessionId,
+      turnId,
+      timestamp: Date.now(),
+      role: 'tool',
+      content,
+      tokenCount: estimateTokens(content),
+      changes,
+      original: null,
+    });
+    sent.add(turnId);
+    return reply(`recorded at seq ${turn.seq}: ${describe(changes)}`);
+  };
+
+  const server = new Server(serverInfo, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: [
+      ...ledgerTools.map(({ name, description, parameters }) => ({
+        name,
+        description,
+        inputSchema: parameters,
+      })),
+      resumeTool,
+      statusTool,
+    ],
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
+    const { name, arguments: args = {} } = request.params;
+    try {
+      if (name === resumeTool.name) {
+        const format = args['format'] ?? 'tidemark';
+        if (!isResumeFormat(format)) return failure(`format must be one of ${resumeFormats.join(', ')}`);
+        const outcome = await client.resume(tenantId, sessionId);
+        if (!outcome.ok) return failure(`${outcome.code}: ${outcome.message}`);
+        return reply(JSON.stringify(inFormat(outcome.result, format), null, 2));
+      }
+      if (name === statusTool.name) {
+        const outcome = await client.status(tenantId, sessionId);
+        return outcome.ok
+          ? reply(JSON.stringify(outcome.status, null, 2))
+          : failure(`${outcome.code}: ${outcome.message}`);
+      }
+      return await record(name, args);
+    } catch (error) {
+      // A call that does not fit its tool is the model's to fix: told as a tool error, not a crash.
+      if (error instanceof LedgerError) return failure(error.message);
+      throw error;
+    }
+  });
+
+  let resolveClosed!: () => void;
+  const closed = new Promise<void>((resolve) => (resolveClosed = resolve));
+  let closing: Promise<void> | null = null;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      await server.close().catch(() => undefined);
+      await publisher.close();
+      await client.close();
+      redis.disconnect();
+      await bus.disconnect();
+      resolveClosed();
+    })();
+    return closing;
+  };
+  server.onclose = () => void close();
+  await server.connect(transport);
+  return { closed, close };
+}
+
+function reply(text: string): CallToolResult {
+  return { content: [{ type: 'text', text }] };
+}
+
+function failure(text: string): CallToolResult {
+  return { content: [{ type: 'text', text }], isError: true };
+}
+
+/** A ledger change in words: what the model reads back. */
+function describe(changes: readonly StateChange[]): string {
+  return changes
+    .map((change) => {
+      switch (change.type) {
+        case 'item_opened':
+          return `${change.itemId} in force (${change.name})`;
+        case 'item_disposed':
+          return `${change.itemKey} ${change.disposition}: ${change.reason}`;
+        case 'item_closed':
+        case 'artifact_recorded':
+          return change.type;
+      }
+    })
+    .join('; ');
+}
