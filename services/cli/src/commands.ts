@@ -317,6 +317,11 @@ function mcpCommand(env: Env): Command {
     .action(async (ref: SessionRef) => {
       const server = await serveMcp({ env, ...ref });
       note(`tidemark mcp: serving ${ref.tenantId}/${ref.sessionId} on stdio`);
+      // The client closing its end of stdin (or a signal) ends the session's server.
+      const stop = () => void server.close();
+      process.stdin.once('end', stop);
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
       await server.closed;
     });
 }
