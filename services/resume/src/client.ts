@@ -244,6 +244,8 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
         appliedSeq: watermark.appliedSeq,
         compaction,
         stale,
+        // Every L1 the applied turns make due is decided (and the plan follows it): nothing is on its way.
+        settled: !compaction.due,
       },
     };
   };

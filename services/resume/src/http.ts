@@ -110,8 +110,10 @@ export function registerResumeRoutes(
 
   // The session's plan, watermark, next due compaction and staleness: what an operator (or a runtime
   // deciding whether to trust a resume) asks without building a context.
-  sessionRoute('/v1/sessions/:tenantId/:sessionId/status', 'status', async (tenantId, sessionId) => {
+  const status = async (tenantId: string, sessionId: string) => {
     const outcome = await client.status(tenantId, sessionId);
-    return outcome.ok ? { ok: true, body: outcome.status } : outcome;
-  });
+    return outcome.ok ? { ok: true as const, body: outcome.status } : outcome;
+  };
+  sessionRoute('/v1/sessions/:tenantId/:sessionId', 'status', status);
+  sessionRoute('/v1/sessions/:tenantId/:sessionId/status', 'status', status);
 }

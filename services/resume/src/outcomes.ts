@@ -53,6 +53,11 @@ export interface SessionStatus {
   readonly appliedSeq: number;
   readonly compaction: CompactionDue;
   readonly stale: Staleness | null;
+  /**
+   * Whether the pipeline has caught up with the applied turns: no L1 they make due is undecided. A
+   * runtime that published its turns waits for this (and for appliedSeq to reach its last seq).
+   */
+  readonly settled: boolean;
 }
 
 export type StatusRefusal = Extract<ResumeRefusal, 'session_not_found' | 'rebuilding'>;

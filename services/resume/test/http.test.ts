@@ -53,6 +53,7 @@ const statusOk: StatusOutcome = {
     appliedSeq: 12,
     compaction: { l1EveryTurns: 10, decidedL1ToSeq: 0, dueSeq: 10, due: true },
     stale: { since: '2026-12-01T00:00:00.000Z', reason: 'compaction_overdue' },
+    settled: false,
   },
 };
 
@@ -179,5 +180,17 @@ describe('the resume routes', () => {
       () => Promise.reject(new ResumeUnavailableError('redis down', { cause: new Error('x') })),
     );
     expect((await down('/v1/sessions/tenant-a/s/status')).statusCode).toBe(503);
+  });
+
+  it('answers GET /v1/sessions/{t}/{s} as the status, under the same auth, with settled', async () => {
+    const get = app(
+      () => Promise.resolve(ok),
+      () => Promise.resolve(statusOk),
+    );
+    expect((await get('/v1/sessions/tenant-a/s', null)).statusCode).toBe(401);
+    expect((await get('/v1/sessions/tenant-b/s')).statusCode).toBe(403);
+    const read = await get('/v1/sessions/tenant-a/s');
+    expect(read.statusCode).toBe(200);
+    expect(read.json()).toMatchObject({ appliedSeq: 12, settled: false, compaction: { decidedL1ToSeq: 0 } });
   });
 });

@@ -246,6 +246,7 @@ describe('the client’s stale check (in-memory stores)', () => {
         appliedSeq: 25,
         compaction: { l1EveryTurns: 10, decidedL1ToSeq: 10, dueSeq: 20, due: true },
         stale: { since: '2026-12-04T09:00:00.000Z', reason: 'compaction_overdue' },
+        settled: false,
       },
     });
     expect(stuck.counts()).toEqual({ appendLookups: 1 });
@@ -264,6 +265,7 @@ describe('the client’s stale check (in-memory stores)', () => {
       dueSeq: 30,
       due: false,
     });
+    expect(status.ok && status.status.settled).toBe(true);
     expect(decided.counts()).toEqual({ appendLookups: 0 });
   });
 });
