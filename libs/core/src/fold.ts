@@ -1,9 +1,9 @@
 import { compareText } from './canonical.js';
 import { invalidInput } from './errors.js';
+import { validateChange, validateTurn, type ApplyResult, type ChangeRejection } from './fold-checks.js';
 import type {
   ArtifactFact,
   BoundaryQuery,
-  DeadLetterReason,
   DispositionFact,
   ItemEnd,
   ItemFact,
@@ -11,13 +11,6 @@ import type {
   StateChange,
   TurnEvent,
 } from './model.js';
-import {
-  ArtifactActionSymbols,
-  DispositionSymbols,
-  ItemKindSymbols,
-  ItemOutcomeSymbols,
-  TurnRoleSymbols,
-} from './wire.generated.js';
 
 // The reference fold of a session's L0 turns into the state the validator needs. The Redis projection
 // implements the same rules and must give the same StateAtBoundary for the same BoundaryQuery; its tests
@@ -33,85 +26,6 @@ import {
 // - An item ends once: when it is closed, or when a disposition names it while it is open (a superseded
 //   constraint, a rejected approval request). A disposition may name any key; disposing a key again
 //   replaces its disposition from then on. An artifact's state is its latest action.
-
-export type TurnRefusalReason = Extract<
-  DeadLetterReason,
-  'missing_ids' | 'invalid_event' | 'seq_gap' | 'seq_duplicate_conflict' | 'seq_regression'
->;
-
-export type ChangeRejectionReason = Extract<
-  DeadLetterReason,
-  'missing_ids' | 'invalid_event' | 'unknown_item' | 'duplicate_item' | 'item_not_open'
->;
-
-/** A change that was skipped, and why. */
-export interface ChangeRejection {
-  /** Its index in the turn's changes. */
-  readonly index: number;
-  readonly reason: ChangeRejectionReason;
-  readonly message: string;
-}
-
-export type ApplyResult =
-  | {
-      readonly ok: true;
-      readonly seq: number;
-      readonly duplicate: false;
-      readonly rejected: readonly ChangeRejection[];
-    }
-  | { readonly ok: true; readonly seq: number; readonly duplicate: true; readonly rejected: readonly [] }
-  | {
-      readonly ok: false;
-      readonly seq: number;
-      readonly reason: TurnRefusalReason;
-      readonly message: string;
-    };
-
-export type TurnValidation =
-  | { readonly ok: true }
-  | {
-      readonly ok: false;
-      readonly reason: Extract<TurnRefusalReason, 'missing_ids' | 'invalid_event'>;
-      readonly message: string;
-    };
-
-const maxInt = 2 ** 31 - 1;
-
-/**
- * The stateless checks of one turn: ids present, fields in range. What the contract runs on every
- * decoded turn before any service sees it, and what the fold runs before sequencing.
- */
-export function validateTurn(turn: TurnEvent): TurnValidation {
-  for (const key of ['tenantId', 'sessionId', 'turnId'] as const) {
-    if (typeof turn[key] !== 'string' || turn[key].length === 0) {
-      return { ok: false, reason: 'missing_ids', message: `${key} is empty` };
-    }
-  }
-  if (!Number.isSafeInteger(turn.seq) || turn.seq < 1) {
-    return { ok: false, reason: 'invalid_event', message: `seq ${turn.seq} is not an integer of at least 1` };
-  }
-  if (!Number.isSafeInteger(turn.timestamp)) {
-    return { ok: false, reason: 'invalid_event', message: `timestamp ${turn.timestamp} is not an integer` };
-  }
-  if (!Number.isInteger(turn.tokenCount) || turn.tokenCount < 0 || turn.tokenCount > maxInt) {
-    return {
-      ok: false,
-      reason: 'invalid_event',
-      message: `tokenCount ${turn.tokenCount} is not an int of at least 0`,
-    };
-  }
-  if (!TurnRoleSymbols.includes(turn.role)) {
-    return {
-      ok: false,
-      reason: 'invalid_event',
-      message: `role ${String(turn.role)} is not one of ${TurnRoleSymbols.join(', ')}`,
-    };
-  }
-  if (typeof turn.content !== 'string' || !Array.isArray(turn.changes)) {
-    return { ok: false, reason: 'invalid_event', message: 'content must be a string and changes an array' };
-  }
-  return { ok: true };
-}
 
 interface ItemRecord extends Omit<ItemFact, 'end'> {
   end: ItemEnd | null;
@@ -324,70 +238,6 @@ export class SessionFold {
 }
 
 /** Folds turns, in the order given, into a new SessionFold; each turn's result is reported. */
-/**
- * The checks of a change that need no state: ids present, enum values known, supersededBy exactly for
- * superseded. The fold runs them first; a store that applies changes elsewhere (the Redis projection)
- * runs the same function, so both refuse the same changes with the same messages.
- */
-export function validateChange(change: StateChange): Omit<ChangeRejection, 'index'> | null {
-  switch (change.type) {
-    case 'item_opened':
-      if (!nonEmpty(change.itemId))
-        return { reason: 'missing_ids', message: 'item_opened without an itemId' };
-      if (!ItemKindSymbols.includes(change.kind)) {
-        return {
-          reason: 'invalid_event',
-          message: `item ${change.itemId}: unknown kind ${String(change.kind)}`,
-        };
-      }
-      return null;
-    case 'item_closed':
-      if (!nonEmpty(change.itemId))
-        return { reason: 'missing_ids', message: 'item_closed without an itemId' };
-      if (!ItemOutcomeSymbols.includes(change.outcome)) {
-        return {
-          reason: 'invalid_event',
-          message: `item ${change.itemId}: unknown outcome ${String(change.outcome)}`,
-        };
-      }
-      return null;
-    case 'item_disposed':
-      if (!nonEmpty(change.itemKey)) {
-        return { reason: 'missing_ids', message: 'item_disposed without an itemKey' };
-      }
-      if (!DispositionSymbols.includes(change.disposition)) {
-        return {
-          reason: 'invalid_event',
-          message: `${change.itemKey}: unknown disposition ${String(change.disposition)}`,
-        };
-      }
-      if ((change.disposition === 'superseded') !== nonEmpty(change.supersededBy)) {
-        return {
-          reason: 'invalid_event',
-          message: `${change.itemKey}: supersededBy is required for superseded and only for it`,
-        };
-      }
-      return null;
-    case 'artifact_recorded':
-      if (!nonEmpty(change.path))
-        return { reason: 'missing_ids', message: 'artifact_recorded without a path' };
-      if (!ArtifactActionSymbols.includes(change.action)) {
-        return {
-          reason: 'invalid_event',
-          message: `${change.path}: unknown action ${String(change.action)}`,
-        };
-      }
-      return null;
-    default: {
-      const unknown: never = change;
-      return {
-        reason: 'invalid_event',
-        message: `unknown change type ${String((unknown as { type?: unknown }).type)}`,
-      };
-    }
-  }
-}
-
 export function foldTurns(
   tenantId: string,
   sessionId: string,
@@ -421,8 +271,4 @@ function appendTo<T>(map: Map<string, T[]>, key: string, value: T): void {
   const list = map.get(key);
   if (list === undefined) map.set(key, [value]);
   else list.push(value);
-}
-
-function nonEmpty(value: string | null | undefined): value is string {
-  return typeof value === 'string' && value.length > 0;
 }

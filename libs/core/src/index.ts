@@ -14,15 +14,14 @@ export { canonicalJson, compareText } from './canonical.js';
 export { compactionIdOf, contextHashOf, markerIdOf, policyIdOf, sessionKey, sha256Hex } from './ids.js';
 export { estimateTokens, fitToBudget } from './tokens.js';
 
+export { foldTurns, SessionFold } from './fold.js';
 export {
-  foldTurns,
-  SessionFold,
   validateChange,
   validateTurn,
   type ApplyResult,
   type ChangeRejection,
   type ChangeRejectionReason,
-} from './fold.js';
+} from './fold-checks.js';
 export { boundaryQuery, check, type CheckOptions } from './check.js';
 
 export { mergeClaims, summaryOf, summaryQuery } from './summarize/claims.js';

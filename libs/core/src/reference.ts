@@ -1,7 +1,8 @@
 import { boundaryQuery, type CheckOptions } from './check.js';
 import { asStrict, buildCompaction, strictRepairOf } from './compaction.js';
 import { invalidInput } from './errors.js';
-import { type ApplyResult, SessionFold } from './fold.js';
+import type { ApplyResult } from './fold-checks.js';
+import { SessionFold } from './fold.js';
 import type { Compaction, Frame, MarkerDecision, Policy, Summary, SummaryInput, TurnEvent } from './model.js';
 import { planNext, priorNodeOf } from './plan.js';
 import { decide, evolve, frameOf, initialState, type SessionFrameState } from './session-frame.js';
