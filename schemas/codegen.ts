@@ -1,4 +1,4 @@
-// Generates libs/core/src/wire.generated.ts from schemas/*.avsc, so the TypeScript wire types cannot
+// Generates libs/core/src/wire/*.generated.ts (one file per schema, and an index) from schemas/*.avsc, so the TypeScript wire types cannot
 // drift from the Avro schemas: the schemas are the single source of truth.
 //
 //   pnpm exec tsx schemas/codegen.ts          write the file
@@ -8,7 +8,7 @@
 // file, in namespace tidemark.v1; a doc on every record and field; nullable fields as ["null", T] with
 // default null; every record in a multi-record union tagged as a variant (a first field `type` that is a
 // single-symbol enum, and logicalType tidemark-variant) so that it decodes to a TS discriminated union.
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -18,7 +18,13 @@ export const command = 'pnpm exec tsx schemas/codegen.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const schemasDir = here;
-export const outputPath = resolve(here, '../libs/core/src/wire.generated.ts');
+export const outputDir = resolve(here, '../libs/core/src/wire');
+
+/** One generated file of outputDir. */
+export interface GeneratedFile {
+  readonly name: string;
+  readonly source: string;
+}
 
 export interface SchemaFile {
   readonly file: string;
@@ -109,7 +115,18 @@ function shape(value: Json): string {
 }
 
 /** Generates the TypeScript source for the given schemas. Pure: same input, same bytes. */
+/** Every generated source, one after the other (what the types are, whichever file holds them). */
 export function generate(files: readonly SchemaFile[]): string {
+  return generateFiles(files)
+    .map((file) => file.source)
+    .join('\n');
+}
+
+/**
+ * The files of outputDir: each schema's types in `<Schema>.generated.ts` (a type two schemas share
+ * lives in the first, and the other imports it), and `index.generated.ts` re-exporting them all.
+ */
+export function generateFiles(files: readonly SchemaFile[]): GeneratedFile[] {
   const emitted = new Map<string, Emitted>();
   const shapes = new Map<string, { readonly file: string; readonly shape: string }>();
 
@@ -258,7 +275,49 @@ export function generate(files: readonly SchemaFile[]): string {
     define(root, where);
   }
 
-  return render([...emitted.values()]);
+  const origin = (name: string): string => basename(shapes.get(name)!.file, '.avsc');
+  const bySchema = new Map<string, Emitted[]>();
+  for (const type of emitted.values()) {
+    const schema = origin(type.name);
+    bySchema.set(schema, [...(bySchema.get(schema) ?? []), type]);
+  }
+  const schemas = [...bySchema.keys()];
+  return [
+    ...schemas.map((schema) => ({
+      name: `${schema}.generated.ts`,
+      source: render(bySchema.get(schema)!, importsOf(bySchema.get(schema)!, schema, emitted, origin)),
+    })),
+    {
+      name: 'index.generated.ts',
+      source: [header, '', ...schemas.map((schema) => `export * from './${schema}.generated.js';`), ''].join(
+        '\n',
+      ),
+    },
+  ];
+}
+
+/** The types a schema's file uses that another schema's file defines, by file: its import lines. */
+function importsOf(
+  types: readonly Emitted[],
+  schema: string,
+  emitted: ReadonlyMap<string, Emitted>,
+  origin: (name: string) => string,
+): string[] {
+  const wanted = new Map<string, Set<string>>();
+  for (const type of types) {
+    if (type.kind !== 'record') continue;
+    for (const field of type.fields) {
+      for (const [name] of field.type.matchAll(/\b[A-Z]\w*\b/g)) {
+        if (!emitted.has(name) || origin(name) === schema || literalOf(emitted.get(name)!) !== null) continue;
+        wanted.set(origin(name), (wanted.get(origin(name)) ?? new Set()).add(name));
+      }
+    }
+  }
+  return [...wanted.keys()]
+    .sort()
+    .map(
+      (from) => `import type { ${[...wanted.get(from)!].sort().join(', ')} } from './${from}.generated.js';`,
+    );
 }
 
 /** A single-symbol enum is a discriminator: its TS type is the literal itself. */
@@ -266,13 +325,15 @@ function literalOf(named: Emitted): string | null {
   return named.kind === 'enum' && named.symbols.length === 1 ? `'${named.symbols[0]}'` : null;
 }
 
-function render(types: readonly Emitted[]): string {
-  const lines: string[] = [
-    `// Generated from schemas/*.avsc by \`${command}\`. Do not edit: change the schemas and regenerate.`,
-    '// Wire shapes as the codec decodes them: longs as numbers, bytes as Uint8Array, nullable fields as',
-    '// T | null, unions of variant records as unions discriminated on `type`.',
-    '',
-  ];
+const header = [
+  `// Generated from schemas/*.avsc by \`${command}\`. Do not edit: change the schemas and regenerate.`,
+  '// Wire shapes as the codec decodes them: longs as numbers, bytes as Uint8Array, nullable fields as',
+  '// T | null, unions of variant records as unions discriminated on `type`.',
+].join('\n');
+
+function render(types: readonly Emitted[], imports: readonly string[]): string {
+  const lines: string[] = [header, ''];
+  if (imports.length > 0) lines.push(...imports, '');
   for (const type of types) {
     switch (type.kind) {
       case 'enum': {
@@ -321,21 +382,32 @@ function jsDoc(doc: string, indent: string): string[] {
   return [`${indent}/**`, ...wrapped.map((text) => `${indent} * ${text}`), `${indent} */`];
 }
 
+/** The generated files outputDir holds now, by name. */
+export function currentFiles(): Map<string, string> {
+  let names: string[] = [];
+  try {
+    names = readdirSync(outputDir).filter((name) => name.endsWith('.generated.ts'));
+  } catch {
+    // No directory yet: everything is stale.
+  }
+  return new Map(names.map((name) => [name, readFileSync(resolve(outputDir, name), 'utf8')]));
+}
+
 function main(argv: readonly string[]): number {
-  const source = generate(loadSchemas());
+  const files = generateFiles(loadSchemas());
+  const current = currentFiles();
+  const stale = current.size !== files.length || files.some((file) => current.get(file.name) !== file.source);
   if (argv.includes('--check')) {
-    let current = '';
-    try {
-      current = readFileSync(outputPath, 'utf8');
-    } catch {
-      // A missing file is stale.
-    }
-    if (current === source) return 0;
-    process.stderr.write(`${outputPath} is stale: run ${command}\n`);
+    if (!stale) return 0;
+    process.stderr.write(`${outputDir} is stale: run ${command}\n`);
     return 1;
   }
-  writeFileSync(outputPath, source);
-  process.stdout.write(`wrote ${outputPath}\n`);
+  mkdirSync(outputDir, { recursive: true });
+  for (const name of current.keys()) {
+    if (!files.some((file) => file.name === name)) rmSync(resolve(outputDir, name));
+  }
+  for (const file of files) writeFileSync(resolve(outputDir, file.name), file.source);
+  process.stdout.write(`wrote ${files.length} files to ${outputDir}\n`);
   return 0;
 }
 

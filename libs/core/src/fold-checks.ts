@@ -5,7 +5,7 @@ import {
   ItemKindSymbols,
   ItemOutcomeSymbols,
   TurnRoleSymbols,
-} from './wire.generated.js';
+} from './wire/index.generated.js';
 
 // The checks of a turn and of its changes that need no state (ids present, fields in range, symbols
 // known), and what applying a turn answers. The fold runs them first; a store that applies turns

@@ -1,7 +1,7 @@
 // @tidemark/core: the pure, deterministic heart of Tidemark. No I/O: no Kafka, Redis, network or disk.
 
 export type * from './model.js';
-export {} from './wire.generated.js';
+export {} from './wire/index.generated.js';
 
 export {
   isRetriable,

@@ -13,7 +13,7 @@ import type {
   RawCheckpoint,
   TurnEvent,
   TurnRole,
-} from './wire.generated.js';
+} from './wire/index.generated.js';
 
 export type {
   ArtifactAction,
@@ -40,7 +40,7 @@ export type {
   UnresolvedClaim,
   Violation,
   ViolationCondition,
-} from './wire.generated.js';
+} from './wire/index.generated.js';
 
 /** One state change of a turn: a union discriminated on `type`. */
 export type StateChange = TurnEvent['changes'][number];

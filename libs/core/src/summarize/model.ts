@@ -17,7 +17,7 @@ import {
   DispositionSymbols,
   ItemKindSymbols,
   ItemOutcomeSymbols,
-} from '../wire.generated.js';
+} from '../wire/index.generated.js';
 import { normalizeClaims, spanOf, summaryOf } from './claims.js';
 import { nodeLabel, spanLabel, turnLine } from './render.js';
 
