@@ -199,12 +199,9 @@ export class BusConsumer<R extends TopicRole> implements EventConsumer {
           this.#failing.add(payload.batch.partition);
           // A retriable Tidemark error is a known condition its service tells of (Redis lost, a frame
           // write refused): redelivered quietly. Anything else is logged by kafkajs as the error it is.
-          if (
-            error instanceof Error &&
-            (isReported(error) || isRetriable(error) || this.#options.reportedBy?.(error) === true)
-          ) {
-            this.#bus.reported(markReported(error));
-          }
+          const known = (e: Error) =>
+            isReported(e) || isRetriable(e) || this.#options.reportedBy?.(e) === true;
+          if (error instanceof Error && known(error)) this.#bus.reported(markReported(error));
           throw error;
         }
       },
