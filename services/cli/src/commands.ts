@@ -1,27 +1,19 @@
 import { replayCommand } from '@tidemark/compactor';
 import { definePolicy, type Policy } from '@tidemark/core';
-import {
-  createResumeClient,
-  inFormat,
-  policiesOf,
-  resumeFormats,
-  resumeConfigSchema,
-  type ResumeFormat,
-  type ResumeLibraryClient,
-} from '@tidemark/resume';
+import { inFormat, resumeFormats, type ResumeFormat, type ResumeLibraryClient } from '@tidemark/resume';
 import { sessionKey, type Bus } from '@tidemark/contract';
 import { loadScenarios, type ScenarioSession } from '@tidemark/scenarios';
-import { commonConfig, createLogger, logRedisOutages, parseConfig, z } from '@tidemark/service';
+import { commonConfig, createLogger, parseConfig, z } from '@tidemark/service';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { Redis } from 'ioredis';
 import { inputFormats, type InputFormat } from '@tidemark/adapters';
 import { runDemo, policyOverridesOf } from './demo.js';
 import { ingest, IngestError } from './ingest.js';
 import { serveMcp } from './mcp.js';
+import { openStackAccess } from './stack-access.js';
 import { runFallbackReport, formatFallbackReport } from './fallback.js';
 import { formatSessionReport } from './format.js';
 import { Journal } from './journal.js';
-import { provision, startPipeline, waitUntilReady, type Env } from './pipeline.js';
+import { startPipeline, waitUntilReady, type Env } from './pipeline.js';
 import { preflight } from './preflight.js';
 
 // The `tidemark` command. Where the stack is comes from the environment (KAFKA_BROKERS,
@@ -138,30 +130,11 @@ async function withResumeClient<T>(
   env: Env,
   use: (bus: Bus, client: ResumeLibraryClient) => Promise<T>,
 ): Promise<T> {
-  const config = parseConfig(z.object(commonConfig), env);
-  // No log lines: these commands print their answer on stdout, and a failure is the error they exit with.
-  const quiet = createLogger('tidemark', 'silent');
-  const bus = await provision(env, quiet);
-  const redis = logRedisOutages(
-    new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 }),
-    quiet,
-    'cli',
-  );
-  // The resume configuration's policies and staleness bound, so `stale` reads as the service's would.
-  const resume = parseConfig(resumeConfigSchema, env);
-  const client = createResumeClient({
-    redis,
-    redisPrefix: config.REDIS_PREFIX,
-    bus,
-    policyFor: policiesOf(resume).policyFor,
-    staleAfterMs: resume.STALE_AFTER_MS,
-  });
+  const access = await openStackAccess(env, 'tidemark');
   try {
-    return await use(bus, client);
+    return await use(access.bus, access.client);
   } finally {
-    await client.close();
-    redis.disconnect();
-    await bus.disconnect();
+    await access.close();
   }
 }
 

@@ -1,15 +1,7 @@
 import { LedgerError, ledgerChanges, ledgerTools, ledgerTurnId } from '@tidemark/adapters';
 import { createPublisher, type Publisher } from '@tidemark/contract';
 import { estimateTokens, type StateChange } from '@tidemark/core';
-import {
-  policiesOf,
-  resumeConfigSchema,
-  createResumeClient,
-  inFormat,
-  isResumeFormat,
-  resumeFormats,
-} from '@tidemark/resume';
-import { commonConfig, createLogger, logRedisOutages, parseConfig, z } from '@tidemark/service';
+import { inFormat, isResumeFormat, resumeFormats } from '@tidemark/resume';
 import { Projection } from '@tidemark/state';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -19,8 +11,8 @@ import {
   ListToolsRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import { Redis } from 'ioredis';
-import { provision, type Env } from './pipeline.js';
+import type { Env } from './pipeline.js';
+import { openStackAccess } from './stack-access.js';
 
 // `tidemark mcp`: an MCP server (stdio) for one session, so that an agent can tell Tidemark the facts no
 // transcript format has a field for. The four ledger tools (@tidemark/adapters' ledger: record a
@@ -76,27 +68,16 @@ export async function serveMcp(
   transport: Transport = new StdioServerTransport(),
 ): Promise<McpServerHandle> {
   const { tenantId, sessionId } = options;
-  const config = parseConfig(z.object(commonConfig), options.env);
   // stdout is the protocol's: nothing else may be written there.
-  const quiet = createLogger('tidemark-mcp', 'silent');
-  const bus = await provision(options.env, quiet);
-  const redis = logRedisOutages(new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 }), quiet, 'mcp');
+  const access = await openStackAccess(options.env, 'tidemark-mcp');
+  const { config, redis, client } = access;
   const projection = new Projection(redis, { prefix: config.REDIS_PREFIX });
-  const resume = parseConfig(resumeConfigSchema, options.env);
-  const client = createResumeClient({
-    redis,
-    redisPrefix: config.REDIS_PREFIX,
-    bus,
-    policyFor: policiesOf(resume).policyFor,
-    staleAfterMs: resume.STALE_AFTER_MS,
-  });
   const publisher: Publisher = await createPublisher({
     brokers: config.KAFKA_BROKERS,
     registryUrl: config.SCHEMA_REGISTRY_URL,
     clientId: 'tidemark-mcp',
     topicPrefix: config.TOPIC_PREFIX,
     assignSeq: true,
-    logger: quiet,
   });
   const { appliedSeq } = await projection.watermark(tenantId, sessionId);
   publisher.resumeSession(tenantId, sessionId, appliedSeq);
@@ -191,9 +172,7 @@ export async function serveMcp(
     closing ??= (async () => {
       await server.close().catch(() => undefined);
       await publisher.close();
-      await client.close();
-      redis.disconnect();
-      await bus.disconnect();
+      await access.close();
       resolveClosed();
     })();
     return closing;
