@@ -34,6 +34,7 @@ export {
   type ChatCompletionResponse,
   type ChatTransport,
 } from './summarize/model.js';
+export { modelOutputSchema } from './summarize/model-output.js';
 export { rawTurnText } from './summarize/render.js';
 
 export { defaultPolicy, definePolicy, planNext, priorNodeOf } from './plan.js';

@@ -216,6 +216,29 @@ describe('the model summarizer', () => {
   });
 
   it.each([
+    [
+      'claims.dispositions[0].disposition is not one of rejected, failed, superseded',
+      'disposition',
+      'abandoned',
+    ],
+    ['claims.dispositions[0].seq is not a seq', 'seq', 0],
+    ['claims.dispositions[0].itemKey is not a non-empty string', 'itemKey', ''],
+  ])('names the field that breaks the schema: %s', async (message, field, value) => {
+    const response = completion({
+      ...faithful,
+      claims: {
+        ...faithful.claims,
+        dispositions: [{ ...faithful.claims.dispositions[0], [field]: value }],
+      },
+    });
+    const summarize = createModelSummarizer(
+      config,
+      mockHostedEndpoint(() => response),
+    ).summarize(input);
+    await expect(summarize).rejects.toThrow(message);
+  });
+
+  it.each([
     [500, true],
     [503, true],
     [429, true],

@@ -71,6 +71,7 @@ describe('stale resumes against the real stack', () => {
       appliedSeq: 25,
       compaction: { l1EveryTurns: 10, decidedL1ToSeq: 10, dueSeq: 20, due: true },
       stale: stale.stale,
+      settled: false,
     });
     const patientStatus = await getStatus(patient.url, tenantId, sessionId);
     expect(patientStatus.body).toMatchObject({ compaction: { dueSeq: 20, due: true }, stale: null });
@@ -85,6 +86,7 @@ describe('stale resumes against the real stack', () => {
     expect(after.body).toMatchObject({
       plan: { mode: 'digest', rawFromSeq: 21 },
       compaction: { decidedL1ToSeq: 20, dueSeq: 30, due: false },
+      settled: true,
       stale: null,
     });
     expect(await staleSessionsOf(strict.host.metrics.metrics())).toBe(0);
