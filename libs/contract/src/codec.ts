@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import avro from 'avsc';
 import type { Schema, Type } from 'avsc';
 import type { MarkerDecision } from '@tidemark/core';
@@ -20,7 +20,9 @@ import { recordsByRole, type EventsByRole, type RecordName, type TopicRole } fro
 // Encoding is deterministic: the same value gives the same bytes (Avro has no map or float here whose
 // order or representation could vary).
 
-const schemasDir = new URL('../../../schemas/', import.meta.url);
+/** The schemas: the repository's schemas/ in the workspace, or the copy an installed package carries. */
+const packedSchemas = new URL('./schemas/', import.meta.url);
+const schemasDir = existsSync(packedSchemas) ? packedSchemas : new URL('../../../schemas/', import.meta.url);
 
 export const recordNames: readonly RecordName[] = [
   'TurnEvent',
