@@ -6,7 +6,7 @@ import { ContractError } from './errors.js';
 import { isConnectionFailure, isReported, markReported } from './outages.js';
 import { boundFor, deadLetterOf, type BusProducer } from './producer.js';
 import type { Registry } from './registry.js';
-import type { EventsByRole, TopicNames, TopicRole } from './topics.js';
+import { deadLetterOwners, type EventsByRole, type TopicNames, type TopicRole } from './topics.js';
 
 // The consuming side of the bus: a batch consumer that decodes and validates every record, dead-letters
 // what it cannot use and hands the rest to the service in offset order, commits a batch only once the
@@ -41,8 +41,9 @@ export interface ConsumeOptions<R extends TopicRole> {
   /** Partitions processed at once (default 1). */
   partitionsConsumedConcurrently?: number;
   /**
-   * Default true. A replay or rebuild that reads a topic again may set it false: bad records are still
-   * skipped (and told to onDeadLetter), without dead-lettering them a second time.
+   * Whether bad records go to the deadletter topic. Default: only for the topic's owner
+   * (`deadLetterOwners`, by the Bus's service); any other reader skips them (and tells onDeadLetter),
+   * so each bad record is dead-lettered once.
    */
   publishDeadLetters?: boolean;
   /** How long an idle fetch waits for data (default 500 ms); also bounds how long `stop()` takes. */
@@ -329,7 +330,8 @@ export class BusConsumer<R extends TopicRole> implements EventConsumer {
       await payload.heartbeat();
       await this.#options.onBatch(valid, context);
     }
-    if (dead.length > 0 && (this.#options.publishDeadLetters ?? true)) {
+    const owner = deadLetterOwners[this.#options.role] === this.#bus.service;
+    if (dead.length > 0 && (this.#options.publishDeadLetters ?? owner)) {
       // After the service is done with the batch and before the commit: a throwing onBatch redelivers
       // the batch without having dead-lettered its bad records twice.
       const producer = await this.#bus.busProducer();

@@ -15,6 +15,17 @@ export type TopicNames = Readonly<Record<TopicRole, string>>;
 /** Every role, in pipeline order. */
 export const topicRoles: readonly TopicRole[] = ['turns', 'compactions', 'markers', 'deadletter'];
 
+/**
+ * The service that dead-letters a topic's bad records: its first reader (the materializer owns L0's
+ * validation). Every other reader counts and skips them, so a bad record is dead-lettered exactly once.
+ */
+export const deadLetterOwners: Readonly<Record<TopicRole, string | null>> = {
+  turns: 'materializer',
+  compactions: 'validator',
+  markers: 'resume',
+  deadletter: null,
+};
+
 /** The events each role's topic carries, as the core types them. */
 export interface EventsByRole {
   turns: TurnEvent;

@@ -174,3 +174,39 @@ describe('a replaying consumer', () => {
     expect(deadletter?.high).toBe('0');
   });
 });
+
+describe('one owner per bad record', () => {
+  it('has only the topic owner dead-letter it: another reader of turns.l0 (the compactor) counts and skips it', async () => {
+    const topics = await isolatedTopics(1);
+    const producer = kafkaClient().producer();
+    await producer.connect();
+    await producer.send({
+      topic: topics.turns,
+      acks: -1,
+      messages: [{ key: 'k', value: Buffer.from('nope!') }],
+    });
+    await producer.disconnect();
+    const read = async (service: string) => {
+      const bus = await connectBus(topics, { service });
+      const told: DeadLetterReason[] = [];
+      const consumer = bus.consumer({
+        groupId: uniqueName('g'),
+        role: 'turns',
+        onBatch: () => Promise.resolve(),
+        onDeadLetter: (_record, reason) => told.push(reason),
+      });
+      await consumer.run();
+      await eventually(
+        () => consumer.lag(),
+        (lag) => lag === 0,
+      );
+      const admin = await bus.admin();
+      const [deadletter] = await admin.fetchTopicOffsets(topics.deadletter);
+      return { told, deadLetters: Number(deadletter?.high) };
+    };
+    expect(await read('compactor')).toEqual({ told: ['wrong_magic_byte'], deadLetters: 0 });
+    expect(await read('materializer')).toEqual({ told: ['wrong_magic_byte'], deadLetters: 1 });
+    // Read again by either, it is not dead-lettered a second time by the one that does not own it.
+    expect(await read('compactor')).toEqual({ told: ['wrong_magic_byte'], deadLetters: 1 });
+  });
+});
