@@ -15,7 +15,8 @@ import { StoreLifecycle } from './store-lifecycle.js';
 //   resume:rebuild-lock         held by the one worker rebuilding the store
 //   resume:{tenant/session}     hash: v (version), e (epoch), s (worker state JSON), p (plan JSON),
 //                               n (the compaction id the plan starts from, '' for the session start)
-//   resume-nodes:{tenant/session}  hash: compactionId -> Compaction JSON
+//   resume-nodes:{tenant/session}  hash: compactionId -> Compaction JSON, and `~compactedToSeq` -> the
+//                                  highest seq a stored node covers (lua/resume-put-node.lua)
 //   resume-ctx:{tenant/session}    hash: context key -> the first contextHash served for it (divergence
 //                                  check); expires a week after the session's last check
 
@@ -48,7 +49,13 @@ export type PlansCommitted =
 
 /** What a resume reads, in one round trip. */
 export type PlanRead =
-  | { readonly ok: true; readonly plan: ResumePlan | null; readonly node: Compaction | null }
+  | {
+      readonly ok: true;
+      readonly plan: ResumePlan | null;
+      readonly node: Compaction | null;
+      /** The highest L0 seq a stored node of the session covers (0 before the first). */
+      readonly compactedToSeq: number;
+    }
   | { readonly ok: false; readonly reason: 'no_epoch' };
 
 declare module 'ioredis' {
@@ -58,7 +65,13 @@ declare module 'ioredis' {
       planKey: string,
       nodesKey: string,
       epochKey: string,
-    ): Result<[string, string, string], Context>;
+    ): Result<[string, string, string, string], Context>;
+    tidemarkResumePutNode(
+      nodesKey: string,
+      compactionId: string,
+      json: string,
+      toSeq: number,
+    ): Result<number, Context>;
   }
 }
 
@@ -78,6 +91,7 @@ export class PlanStore {
     this.lifecycle = new StoreLifecycle(redis, plansLayout(this.#prefix));
     redis.defineCommand('tidemarkResumeCommit', { numberOfKeys: 1, lua: luaScript('resume-commit') });
     redis.defineCommand('tidemarkResumeRead', { numberOfKeys: 3, lua: luaScript('resume-read') });
+    redis.defineCommand('tidemarkResumePutNode', { numberOfKeys: 1, lua: luaScript('resume-put-node') });
     this.#redis = redis;
   }
 
@@ -150,13 +164,20 @@ export class PlanStore {
   async putNodes(nodes: readonly Compaction[]): Promise<void> {
     if (nodes.length === 0) return;
     const pipeline = this.#redis.pipeline();
-    for (const node of nodes) pipeline.hset(this.#nodesKey(node), node.compactionId, JSON.stringify(node));
+    for (const node of nodes) {
+      void pipeline.tidemarkResumePutNode(
+        this.#nodesKey(node),
+        node.compactionId,
+        JSON.stringify(node),
+        node.span.toSeq,
+      );
+    }
     await execAll(pipeline);
   }
 
   /** The session's plan and the node it starts from, in one round trip. */
   async read(ref: SessionRef): Promise<PlanRead> {
-    const [epoch, plan, node] = await this.#redis.tidemarkResumeRead(
+    const [epoch, plan, node, compacted] = await this.#redis.tidemarkResumeRead(
       this.#planKey(ref),
       this.#nodesKey(ref),
       this.#epochKey,
@@ -166,6 +187,7 @@ export class PlanStore {
       ok: true,
       plan: plan === '' ? null : (JSON.parse(plan) as ResumePlan),
       node: node === '' ? null : (JSON.parse(node) as Compaction),
+      compactedToSeq: compacted === '' ? 0 : Number(compacted),
     };
   }
 

@@ -45,7 +45,8 @@ export interface PlanReader {
     tenantId: string;
     sessionId: string;
   }): Promise<
-    { ok: true; plan: ResumePlan | null; node: Compaction | null } | { ok: false; reason: 'no_epoch' }
+    | { ok: true; plan: ResumePlan | null; node: Compaction | null; compactedToSeq: number }
+    | { ok: false; reason: 'no_epoch' }
   >;
   recordContextHash(ref: { tenantId: string; sessionId: string }, key: string, hash: string): Promise<string>;
 }
@@ -242,6 +243,7 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
                 rawFromSeq: plan.rawFromSeq,
               },
         appliedSeq: watermark.appliedSeq,
+        lastCompactedSeq: stored.compactedToSeq,
         compaction,
         stale,
         // Every L1 the applied turns make due is decided (and the plan follows it): nothing is on its way.

@@ -51,6 +51,8 @@ export interface SessionStatus {
   } | null;
   /** The projection's watermark: every turn up to it is applied. */
   readonly appliedSeq: number;
+  /** The highest L0 seq a compaction of the session covers (0 before the first). */
+  readonly lastCompactedSeq: number;
   readonly compaction: CompactionDue;
   readonly stale: Staleness | null;
   /**

@@ -36,16 +36,22 @@ describe('the PlanStore (real Redis)', () => {
     const { redis, prefix } = redisClient();
     const store = new PlanStore(redis, { prefix });
     const epoch = await store.lifecycle.establishEpoch('e1');
-    expect(await store.read(ref)).toEqual({ ok: true, plan: null, node: null });
+    expect(await store.read(ref)).toEqual({ ok: true, plan: null, node: null, compactedToSeq: 0 });
     await store.commit(epoch, [{ ...ref, version: 0, state: '{}', plan }]);
     expect(plan.mode).toBe('digest');
     const nodeId = plan.mode === 'digest' ? plan.marker.compactionId : '';
     // The plan before its node: the node reads as absent (the API answers node_pending).
-    expect(await store.read(ref)).toEqual({ ok: true, plan, node: null });
+    expect(await store.read(ref)).toEqual({ ok: true, plan, node: null, compactedToSeq: 0 });
     await store.putNodes(run.compactions);
     const read = await store.read(ref);
     expect(read.ok && read.node?.compactionId).toBe(nodeId);
     expect(read.ok && read.plan).toEqual(plan);
+    // The highest seq a stored node covers; nodes stored again from the start (a replay) do not lower it.
+    const highest = Math.max(...run.compactions.map((c) => c.span.toSeq));
+    expect(read.ok && read.compactedToSeq).toBe(highest);
+    await store.putNodes(run.compactions.slice(0, 1));
+    const again = await store.read(ref);
+    expect(again.ok && again.compactedToSeq).toBe(highest);
 
     expect(await store.recordContextHash(ref, 'k', 'h1')).toBe('h1');
     expect(await store.recordContextHash(ref, 'k', 'h2')).toBe('h1');

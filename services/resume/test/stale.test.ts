@@ -170,7 +170,8 @@ describe('the client’s stale check (in-memory stores)', () => {
     const plan: ResumePlan = storedPlanOf({ ...state, plan: state.plan! });
     let appendLookups = 0;
     const plans: PlanReader = {
-      read: () => Promise.resolve({ ok: true, plan, node: nodeOf(plan) }),
+      read: () =>
+        Promise.resolve({ ok: true, plan, node: nodeOf(plan), compactedToSeq: options.decidedThrough }),
       recordContextHash: (_ref, _key, hash) => Promise.resolve(hash),
     };
     const log: SessionLog = {
@@ -244,6 +245,7 @@ describe('the client’s stale check (in-memory stores)', () => {
           rawFromSeq: 11,
         },
         appliedSeq: 25,
+        lastCompactedSeq: 10,
         compaction: { l1EveryTurns: 10, decidedL1ToSeq: 10, dueSeq: 20, due: true },
         stale: { since: '2026-12-04T09:00:00.000Z', reason: 'compaction_overdue' },
         settled: false,
