@@ -27,11 +27,20 @@ export interface CompactionIdentity {
 }
 
 /**
- * A session's key, `tenant/session`: the Kafka record key on every topic (so a session's events share a
+ * A session's key, `tenant/session` (each id escaped: see keyPart): the Kafka record key on every topic (so a session's events share a
  * partition), the Redis hash tag of its keys, and the map key services group a batch by.
  */
 export function sessionKey(tenantId: string, sessionId: string): string {
-  return `${tenantId}/${sessionId}`;
+  return `${keyPart(tenantId)}/${keyPart(sessionId)}`;
+}
+
+/**
+ * An id as it stands in a session key: `%` and `/` percent-encoded, so that no two sessions share a key
+ * (tenant `a` with session `x/s`, and tenant `a/x` with session `s`); an id without either is itself,
+ * so the keys of such sessions are what they always were.
+ */
+function keyPart(id: string): string {
+  return /[%/]/.test(id) ? id.replace(/%/g, '%25').replace(/\//g, '%2F') : id;
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   fitToBudget,
   markerIdOf,
   policyIdOf,
+  sessionKey,
   sha256Hex,
   TidemarkCoreError,
 } from '../src/index.js';
@@ -86,6 +87,21 @@ describe('canonical JSON', () => {
         ) as unknown;
         expect(canonicalJson(reversed)).toBe(text);
       }),
+    );
+  });
+});
+
+describe('session keys', () => {
+  it('never give two sessions one key, whatever their ids hold', () => {
+    expect(sessionKey('a', 'x/s')).not.toBe(sessionKey('a/x', 's'));
+    expect(sessionKey('acme', 'migration-strict')).toBe('acme/migration-strict');
+    const id = fc.string({ unit: fc.constantFrom('a', '/', '%', '2', 'F', '{', '}') });
+    fc.assert(
+      fc.property(id, id, id, id, (t1, s1, t2, s2) => {
+        fc.pre(t1 !== t2 || s1 !== s2);
+        expect(sessionKey(t1, s1)).not.toBe(sessionKey(t2, s2));
+      }),
+      { numRuns: 2_000 },
     );
   });
 });

@@ -9,6 +9,7 @@ import {
   plansLayout,
   projectionLayout,
   sessionKeysPattern,
+  sessionStoreKey,
   windowsLayout,
   sessionKeys,
   spanMember,
@@ -31,6 +32,15 @@ describe('projection keys', () => {
     const keys = Object.values(sessionKeys('p:', 'tenant', 'session'));
     for (const key of keys) expect(key).toMatch(/^p:proj:\{tenant\/session\}:/);
     expect(new Set(keys).size).toBe(keys.length);
+  });
+
+  it('keep apart sessions whose ids would join to the same text (tenant a, session x/s; tenant a/x, session s)', () => {
+    const one = sessionKeys('p:', 'a', 'x/s');
+    const other = sessionKeys('p:', 'a/x', 's');
+    for (const part of Object.keys(one) as (keyof typeof one)[]) expect(one[part]).not.toBe(other[part]);
+    expect(sessionStoreKey('p:', 'resume', { tenantId: 'a', sessionId: 'x/s' })).not.toBe(
+      sessionStoreKey('p:', 'resume', { tenantId: 'a/x', sessionId: 's' }),
+    );
   });
 
   it('scan only one store under a prefix, with glob characters in the prefix escaped', () => {

@@ -141,7 +141,7 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
     // Evaluated beside the context (it never rejects); it reads nothing unless a boundary is overdue.
     const stale = staleness(ref, stored.plan, rawToSeq).then((s) => s.stale);
 
-    const cacheKey = `${tenantId}/${sessionId}|${nodeId ?? ''}|${plan.rawFromSeq}|${rawToSeq}`;
+    const cacheKey = JSON.stringify([tenantId, sessionId, nodeId, plan.rawFromSeq, rawToSeq]);
     const cached = cache.get(cacheKey);
     if (cached !== undefined) {
       metrics?.contextCache.inc({ result: 'hit' });
