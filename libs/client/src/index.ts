@@ -31,6 +31,8 @@ export interface SessionState {
   readonly appliedSeq: number;
   /** No compaction the applied turns make due is undecided. */
   readonly settled: boolean;
+  /** Non-null when the session is stuck at `seq` (a refused turn): republish from there. */
+  readonly broken: { readonly seq: number; readonly reason: string } | null;
   readonly [field: string]: unknown;
 }
 
@@ -134,6 +136,13 @@ export async function connectTidemark(options: TidemarkClientOptions): Promise<T
       for (;;) {
         const state = await session(sessionId);
         if (state !== null && state.appliedSeq >= lastSeq && state.settled) return state;
+        // Stuck before lastSeq: waiting longer cannot help.
+        if (state?.broken != null && state.broken.seq <= lastSeq) {
+          throw new TidemarkClientError(
+            `${tenantId}/${sessionId} is stuck at seq ${state.broken.seq} (${state.broken.reason}): republish from there`,
+            409,
+          );
+        }
         if (Date.now() > deadline) {
           throw new TidemarkClientError(
             `${tenantId}/${sessionId} did not settle within ${timeoutMs} ms (applied ${state?.appliedSeq ?? 0} of ${lastSeq})`,

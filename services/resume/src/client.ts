@@ -54,7 +54,14 @@ export interface PlanReader {
 /** The L0 projection as the client reads it (Projection from @tidemark/state). */
 export interface SessionLog {
   epoch(): Promise<string | null>;
-  watermark(tenantId: string, sessionId: string): Promise<{ readonly appliedSeq: number }>;
+  watermark(
+    tenantId: string,
+    sessionId: string,
+  ): Promise<{
+    readonly appliedSeq: number;
+    /** The session's first refused turn or skipped change (a seq gap, a conflict), if any. */
+    readonly broken?: { readonly seq: number; readonly reason: string } | null;
+  }>;
   l0Position(
     tenantId: string,
     sessionId: string,
@@ -246,6 +253,7 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
         lastCompactedSeq: stored.compactedToSeq,
         compaction,
         stale,
+        broken: watermark.broken ?? null,
         // Every L1 the applied turns make due is decided (and the plan follows it): nothing is on its way.
         settled: !compaction.due,
       },

@@ -56,6 +56,11 @@ export interface SessionStatus {
   readonly compaction: CompactionDue;
   readonly stale: Staleness | null;
   /**
+   * Non-null when the session is stuck: a turn was refused (a seq gap, a conflicting seq) or a change
+   * skipped at `seq`, so nothing from there on is applied or can be trusted until it is republished.
+   */
+  readonly broken: { readonly seq: number; readonly reason: string } | null;
+  /**
    * Whether the pipeline has caught up with the applied turns: no L1 they make due is undecided. A
    * runtime that published its turns waits for this (and for appliedSeq to reach its last seq).
    */

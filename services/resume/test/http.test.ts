@@ -52,6 +52,7 @@ const statusOk: StatusOutcome = {
     plan: null,
     appliedSeq: 12,
     lastCompactedSeq: 0,
+    broken: null,
     compaction: { l1EveryTurns: 10, decidedL1ToSeq: 0, dueSeq: 10, due: true },
     stale: { since: '2026-12-01T00:00:00.000Z', reason: 'compaction_overdue' },
     settled: false,

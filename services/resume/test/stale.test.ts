@@ -161,7 +161,11 @@ describe('the client’s stale check (in-memory stores)', () => {
     return id === null ? null : run.compactions.find((c) => c.compactionId === id)!;
   };
 
-  function world(options: { decidedThrough: number; appendedAt?: number }) {
+  function world(options: {
+    decidedThrough: number;
+    appendedAt?: number;
+    broken?: { seq: number; reason: string };
+  }) {
     const decisions = run.decisions.filter((d) => d.toSeq <= options.decidedThrough);
     const { state } = applyDecisions(
       emptySessionState(ref.tenantId, ref.sessionId),
@@ -176,7 +180,7 @@ describe('the client’s stale check (in-memory stores)', () => {
     };
     const log: SessionLog = {
       epoch: () => Promise.resolve('e'),
-      watermark: () => Promise.resolve({ appliedSeq: 25 }),
+      watermark: () => Promise.resolve({ appliedSeq: 25, broken: options.broken ?? null }),
       l0Position: (_t, _s, seq) => Promise.resolve({ partition: 0, offset: seq - 1 }),
     };
     const reader: TurnReader = {
@@ -248,6 +252,7 @@ describe('the client’s stale check (in-memory stores)', () => {
         lastCompactedSeq: 10,
         compaction: { l1EveryTurns: 10, decidedL1ToSeq: 10, dueSeq: 20, due: true },
         stale: { since: '2026-12-04T09:00:00.000Z', reason: 'compaction_overdue' },
+        broken: null,
         settled: false,
       },
     });
@@ -269,6 +274,12 @@ describe('the client’s stale check (in-memory stores)', () => {
     });
     expect(status.ok && status.status.settled).toBe(true);
     expect(decided.counts()).toEqual({ appendLookups: 0 });
+  });
+
+  it('shows a session stuck behind a refused turn, instead of answering as if all were well', async () => {
+    const stuck = create(world({ decidedThrough: 20, broken: { seq: 26, reason: 'seq_gap' } }));
+    const status = await stuck.status('t', 's');
+    expect(status.ok && status.status.broken).toEqual({ seq: 26, reason: 'seq_gap' });
   });
 });
 
