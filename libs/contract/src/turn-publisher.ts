@@ -1,27 +1,13 @@
 import { validateTurn, type TurnEvent } from '@tidemark/core';
-import { Partitioners, type RetryOptions } from 'kafkajs';
 import type { Bus } from './bus.js';
 import { ContractError } from './errors.js';
-import { BusProducer, type EncodedMessage } from './producer.js';
+import type { BusProducer, EncodedMessage } from './producer.js';
+import { disconnect, newSlot, settleBy, type Slot } from './publisher-producers.js';
 import type { PublishableTurn, Publisher, PublisherOptions } from './publisher.js';
 import { sessionKey } from './topics.js';
 
 // The publisher's machinery: calls queued per send, seqs checked (or assigned) per session, one send at a
 // time on a kafkajs producer, and each call settled by its deadline (see publisher.ts for the contract).
-
-/**
- * kafkajs's own retry of one send (it was the client's: 8 retries, from 100 ms doubling up to 30 s):
- * at most 3 retries, 100 ms apart doubling to at most 1 s (≈ 0.7 s of waiting in all). An attempt may
- * itself wait for the client to reconnect (the Bus client's connection retries: 8, from 100 ms
- * doubling, ≈ 20–30 s) or for the broker's answer (a request times out after 30 s), so a send kafkajs
- * keeps trying ends within a minute or so, a few minutes at worst. The publisher does not wait for it:
- * at `timeoutMs` it gives the send up and goes on with a new producer (see TurnPublisher#send).
- */
-const publisherSendRetry = {
-  retries: 3,
-  initialRetryTime: 100,
-  maxRetryTime: 1_000,
-} as const satisfies RetryOptions;
 
 /** Where a session of a call stood when the call was accepted. */
 interface CallSession {
@@ -42,18 +28,6 @@ interface Call {
   readonly resolve: () => void;
   readonly reject: (error: ContractError) => void;
 }
-
-/** One kafkajs producer of the publisher's, and its connection (begun when it was made). */
-interface Slot {
-  readonly producer: BusProducer;
-  readonly connected: Promise<void>;
-}
-
-/** How a send stood at its deadline: an expected outcome, not an exception. */
-type SendOutcome =
-  | { readonly status: 'sent' }
-  | { readonly status: 'failed'; readonly error: unknown }
-  | { readonly status: 'timed_out' };
 
 export class TurnPublisher implements Publisher {
   readonly #bus: Bus;
@@ -86,7 +60,7 @@ export class TurnPublisher implements Publisher {
     this.#maxBatchTurns = options.maxBatchTurns ?? 500;
     this.#assignSeq = options.assignSeq ?? false;
     this.#timeoutMs = options.timeoutMs;
-    this.#slot = this.#newSlot();
+    this.#slot = newSlot(this.#bus);
     this.#encoder = this.#slot.producer;
   }
 
@@ -200,7 +174,7 @@ export class TurnPublisher implements Publisher {
       }
     }
     if (batch.length === 0) return;
-    const slot = (this.#slot ??= this.#newSlot());
+    const slot = (this.#slot ??= newSlot(this.#bus));
     const send = slot.connected.then(() =>
       slot.producer.sendEncoded(
         'turns',
@@ -217,7 +191,7 @@ export class TurnPublisher implements Publisher {
     // What reached the broker is unknown. The producer is not used again: a kafkajs send it still
     // retries (or a sequence number it rolled back) cannot collide with the next send's, which goes
     // out on a new producer (a new producer id) without waiting for it. It is disconnected once its
-    // send settles (within publisherSendRetry's bound); a late write is a duplicate of the republish.
+    // send settles (within publisherSendRetry's bound, publisher-producers.ts); a late write is a duplicate of the republish.
     this.#retire(slot, send);
     for (const call of batch) {
       this.#fail(
@@ -259,27 +233,6 @@ export class TurnPublisher implements Publisher {
     call.reject(error);
   }
 
-  /**
-   * A kafkajs producer with the settings of the Bus's (idempotent, one request in flight, murmur2 over
-   * the key, no topic creation; acks -1 on send) and a bounded retry. Not the Bus's own: that one is
-   * shared and keeps the client's retry, and the publisher replaces its producer after a failed send.
-   */
-  #newSlot(): Slot {
-    const client = this.#bus.kafka.producer({
-      idempotent: true,
-      maxInFlightRequests: 1,
-      createPartitioner: Partitioners.DefaultPartitioner,
-      allowAutoTopicCreation: false,
-      retry: publisherSendRetry,
-    });
-    client.on(client.events.REQUEST, (event) => this.#bus.brokerAnswered(event.payload.broker));
-    const producer = new BusProducer(this.#bus, client, () => undefined);
-    const connected = producer.connect();
-    // Awaited by the first send (or by createPublisher); an unawaited failure is not unhandled.
-    void connected.catch(() => undefined);
-    return { producer, connected };
-  }
-
   #retire(slot: Slot, send: Promise<void>): void {
     if (this.#slot === slot) this.#slot = null;
     this.#retired.add(slot);
@@ -312,25 +265,4 @@ const republish =
 function describe(call: Call): string {
   const sessions = call.sessions.map((s) => `${s.key} from seq ${s.firstSeq}`).join(', ');
   return `${call.turns.length} turn(s) of ${sessions}`;
-}
-
-function disconnect(slot: Slot): Promise<void> {
-  return slot.producer.disconnect().catch(() => undefined);
-}
-
-/** Whether a send settled by a deadline; the send is not cancelled when it did not. */
-function settleBy(send: Promise<void>, deadline: number): Promise<SendOutcome> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve({ status: 'timed_out' }), Math.max(0, deadline - Date.now()));
-    send.then(
-      () => {
-        clearTimeout(timer);
-        resolve({ status: 'sent' });
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        resolve({ status: 'failed', error });
-      },
-    );
-  });
 }
