@@ -154,7 +154,7 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
       metrics?.contextCache.inc({ result: 'hit' });
       return {
         ok: true,
-        result: resultOf(plan, nodeId, rawToSeq, cached, await stale),
+        result: resultOf(plan, nodeId, rawToSeq, cached, await stale, watermark.broken ?? null),
         context: { ...cached, plan },
       };
     }
@@ -181,7 +181,11 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
     metrics?.rawTurns.observe({ mode: plan.mode }, raw.length);
     if (checkDivergence)
       divergence(ref, `${nodeId ?? 'start'}:${plan.rawFromSeq}:${rawToSeq}`, context.contextHash);
-    return { ok: true, result: resultOf(plan, nodeId, rawToSeq, context, await stale), context };
+    return {
+      ok: true,
+      result: resultOf(plan, nodeId, rawToSeq, context, await stale, watermark.broken ?? null),
+      context,
+    };
   };
 
   // The session against its policy's L1 cadence, and whether the due compaction is overdue. The newest
@@ -329,6 +333,7 @@ function resultOf(
   rawToSeq: number,
   context: Pick<ResumeContext, 'messages' | 'contextHash'>,
   stale: Staleness | null,
+  broken: ResumeResult['broken'],
 ): ResumeResult {
   return {
     tenantId: plan.tenantId,
@@ -343,5 +348,6 @@ function resultOf(
     messages: context.messages,
     contextHash: context.contextHash,
     stale,
+    broken,
   };
 }

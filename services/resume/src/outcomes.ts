@@ -31,6 +31,11 @@ export interface ResumeResult {
    * context is older than it should be. Not part of the context (nor of its hash).
    */
   readonly stale: Staleness | null;
+  /**
+   * Non-null when the session is stuck at `seq` (a refused turn: a seq gap, a conflicting seq): the
+   * context ends before it, and nothing after it is applied until it is republished.
+   */
+  readonly broken: { readonly seq: number; readonly reason: string } | null;
 }
 
 /** Where a session stands: its plan, the projection's watermark, the next compaction due, staleness. */

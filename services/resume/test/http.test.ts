@@ -40,6 +40,7 @@ const ok: ResumeOutcome = {
     messages: [],
     contextHash: 'h',
     stale: { since: '2026-12-01T00:00:00.000Z', reason: 'compaction_overdue' },
+    broken: null,
   },
   context: null as never,
 };

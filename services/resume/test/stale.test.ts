@@ -280,6 +280,8 @@ describe('the client’s stale check (in-memory stores)', () => {
     const stuck = create(world({ decidedThrough: 20, broken: { seq: 26, reason: 'seq_gap' } }));
     const status = await stuck.status('t', 's');
     expect(status.ok && status.status.broken).toEqual({ seq: 26, reason: 'seq_gap' });
+    const resumed = await stuck.resume('t', 's');
+    expect(resumed.ok && resumed.result.broken).toEqual({ seq: 26, reason: 'seq_gap' });
   });
 });
 
