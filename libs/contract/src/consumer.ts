@@ -1,12 +1,13 @@
 import { isRetriable, type DeadLetterReason } from '@tidemark/core';
 import type { Admin, Consumer, ConsumerRunConfig, EachBatchPayload, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
-import { decodeRecord, type DecodedRecord, type RawRecord } from './decode.js';
+import { decodeBatch, deadLetter } from './batch-intake.js';
+import type { DecodedRecord, RawRecord } from './decode.js';
 import { ContractError } from './errors.js';
 import { isConnectionFailure, isReported, markReported } from './outages.js';
-import { boundFor, deadLetterOf, type BusProducer } from './producer.js';
+import type { BusProducer } from './producer.js';
 import type { Registry } from './registry.js';
-import { deadLetterOwners, type EventsByRole, type TopicNames, type TopicRole } from './topics.js';
+import type { EventsByRole, TopicNames, TopicRole } from './topics.js';
 
 // The consuming side of the bus: a batch consumer that decodes and validates every record, dead-letters
 // what it cannot use and hands the rest to the service in offset order, commits a batch only once the
@@ -306,23 +307,7 @@ export class BusConsumer<R extends TopicRole> implements EventConsumer {
       isStale,
     };
     const { role } = this.#options;
-    const valid: DecodedRecord<EventsByRole[R]>[] = [];
-    const dead: { record: RawRecord; reason: DeadLetterReason; message: string }[] = [];
-    const lookup = (id: number) => this.#bus.registry.writer(id);
-    for (const message of batch.messages) {
-      const raw: RawRecord = {
-        topic: batch.topic,
-        partition: batch.partition,
-        offset: Number(message.offset),
-        key: message.key ?? null,
-        value: message.value ?? null,
-        timestamp: Number(message.timestamp),
-      };
-      // Throws only when the registry cannot be reached: the batch is then retried, not dead-lettered.
-      const outcome = await decodeRecord(role, raw, lookup, boundFor(role, this.#bus.maxEventBytes));
-      if (outcome.ok) valid.push({ raw, value: outcome.value });
-      else dead.push({ record: raw, reason: outcome.reason, message: outcome.message });
-    }
+    const { valid, dead } = await decodeBatch(role, batch, this.#bus.registry, this.#bus.maxEventBytes);
     const last = batch.messages.at(-1);
     if (last === undefined || isStale()) return;
     if (valid.length > 0) {
@@ -330,25 +315,14 @@ export class BusConsumer<R extends TopicRole> implements EventConsumer {
       await payload.heartbeat();
       await this.#options.onBatch(valid, context);
     }
-    const owner = deadLetterOwners[this.#options.role] === this.#bus.service;
-    if (dead.length > 0 && (this.#options.publishDeadLetters ?? owner)) {
-      // After the service is done with the batch and before the commit: a throwing onBatch redelivers
-      // the batch without having dead-lettered its bad records twice.
-      const producer = await this.#bus.busProducer();
-      const messages = [];
-      for (const d of dead)
-        messages.push(
-          await producer.encode('deadletter', deadLetterOf(d.record, d.reason, d.message, this.#bus.service)),
-        );
-      await producer.sendEncoded('deadletter', messages);
-    }
-    for (const d of dead) {
-      this.#bus.logger?.warn(
-        { topic: d.record.topic, partition: d.record.partition, offset: d.record.offset, reason: d.reason },
-        `dead-lettered: ${d.message}`,
-      );
-      this.#options.onDeadLetter?.(d.record, d.reason, d.message);
-    }
+    // After the service is done with the batch and before the commit: a throwing onBatch redelivers
+    // the batch without having dead-lettered its bad records twice.
+    await deadLetter(this.#bus, role, dead, {
+      ...(this.#options.publishDeadLetters === undefined
+        ? {}
+        : { publish: this.#options.publishDeadLetters }),
+      onDeadLetter: (record, reason, message) => this.#options.onDeadLetter?.(record, reason, message),
+    });
     payload.resolveOffset(last.offset);
     await payload.commitOffsetsIfNecessary({
       topics: [
