@@ -42,8 +42,8 @@ export interface Pingable {
 }
 
 /**
- * A component's dependency checks, by name: each pings the connection the getter returns now, with the
- * deadline; a connection not made yet (the component not started) is not ready.
+ * A service's dependency checks, by name: each pings the connection the getter returns now, with the
+ * deadline; a connection not made yet (the service not running yet) is not ready.
  */
 export function connectionChecks(
   connections: Readonly<Record<string, () => Pingable | null | undefined>>,
