@@ -12,7 +12,7 @@ export const proxyPort = Number(process.env.TIDEMARK_KAFKA_PROXY_PORT ?? 19095);
 export interface KafkaProxy {
   /** The bootstrap address for a client whose traffic must go through the proxy. */
   readonly brokers: string[];
-  /** Resets every connection and refuses new ones, as a broker that went down. */
+  /** Resets every connection, and each new one, as a broker that went down (the port stays held). */
   refuse(): Promise<void>;
   /** Keeps connections open but forwards nothing, either way (new ones are accepted and held). */
   freeze(): void;
@@ -45,6 +45,9 @@ interface Pair {
 export async function startKafkaProxy(waitForPortMs = 60_000): Promise<KafkaProxy> {
   const pairs = new Set<Pair>();
   let frozen = false;
+  // Refusing keeps the port: a refusing proxy resets each new connection rather than stop listening,
+  // or another test's proxy (waiting for the port) would take it over and forward in its place.
+  let refusing = false;
 
   const forward = (pair: Pair): void => {
     if (pair.upstream !== null || pair.client.destroyed) return;
@@ -61,6 +64,10 @@ export async function startKafkaProxy(waitForPortMs = 60_000): Promise<KafkaProx
   };
 
   const server: Server = createServer((client) => {
+    if (refusing) {
+      client.on('error', () => undefined).resetAndDestroy();
+      return;
+    }
     const pair: Pair = { client, upstream: null };
     pairs.add(pair);
     client
@@ -102,15 +109,15 @@ export async function startKafkaProxy(waitForPortMs = 60_000): Promise<KafkaProx
   await listen();
   return {
     brokers: [`127.0.0.1:${proxyPort}`],
-    async refuse() {
+    refuse() {
       frozen = false;
-      const closed = stopListening();
+      refusing = true;
       for (const pair of pairs) {
         pair.client.resetAndDestroy();
         pair.upstream?.destroy();
       }
       pairs.clear();
-      await closed;
+      return Promise.resolve();
     },
     freeze() {
       frozen = true;
@@ -123,6 +130,7 @@ export async function startKafkaProxy(waitForPortMs = 60_000): Promise<KafkaProx
     },
     async restore() {
       frozen = false;
+      refusing = false;
       for (const pair of pairs) {
         if (pair.upstream === null) {
           pair.client.resume();
