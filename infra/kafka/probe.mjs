@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Kafka readiness probe with no dependencies (plain `net`), used by infra/stack.sh.
+// Kafka readiness probe with no dependencies (plain `net`), used by infra/stack.ts.
 //
 //   node infra/kafka/probe.mjs <host> <port> [expectedNodeId] [timeoutMs]
 //
