@@ -127,6 +127,12 @@ describe('tidemark mcp', () => {
       constraint: 'the migration must be reversible',
     });
     expect(again.text).toMatch(/^already recorded:/);
+    // The same id for another constraint is not skipped in silence: the model is told to pick another.
+    const taken = await call('record_constraint', { id: 'reversible', constraint: 'something else' });
+    expect(taken.isError).toBe(true);
+    expect(taken.text).toMatch(
+      /constraint:reversible is already recorded as "the migration must be reversible"/,
+    );
     const next = await call('supersede_constraint', {
       id: 'no-downtime',
       by: 'reversible',

@@ -84,10 +84,15 @@ export async function serveMcp(
   /** Turn ids this server appended (a repeat before the projection applied the first is caught here). */
   const sent = new Set<string>();
 
-  /** Whether every change is in the projection already: the same fact, recorded before. */
-  const recorded = async (changes: readonly StateChange[]): Promise<boolean> => {
+  /**
+   * How the projection holds these changes already: every one as given (`recorded`), an item id taken by
+   * another fact (a conflict, told to the model: recording it again would be silently skipped), or not.
+   */
+  const standing = async (
+    changes: readonly StateChange[],
+  ): Promise<'recorded' | 'new' | { conflict: string }> => {
     const { appliedSeq: toSeq } = await projection.watermark(tenantId, sessionId);
-    if (toSeq === 0) return false;
+    if (toSeq === 0) return 'new';
     const itemIds = changes.flatMap((c) => (c.type === 'item_opened' ? [c.itemId] : []));
     const itemKeys = changes.flatMap((c) => (c.type === 'item_disposed' ? [c.itemKey] : []));
     const state = await projection.stateAt({
@@ -99,20 +104,31 @@ export async function serveMcp(
       itemKeys,
       paths: [],
     });
-    return changes.every((change) => {
+    for (const change of changes) {
+      if (change.type !== 'item_opened') continue;
+      const held = state.lookup.items.get(change.itemId);
+      if (held !== undefined && (held.name !== change.name || held.detail !== change.detail)) {
+        return {
+          conflict: `${change.itemId} is already recorded as "${held.name}" (at #${held.openedSeq}); record the new one under another id and supersede this one`,
+        };
+      }
+    }
+    const all = changes.every((change) => {
       if (change.type === 'item_opened') return state.lookup.items.has(change.itemId);
       if (change.type !== 'item_disposed') return false;
       const disposed = state.lookup.dispositions.get(change.itemKey);
       return disposed?.disposition === change.disposition && disposed.reason === change.reason;
     });
+    return all ? 'recorded' : 'new';
   };
 
   const record = async (name: string, args: unknown): Promise<CallToolResult> => {
     const changes = ledgerChanges(name, args);
     const turnId = ledgerTurnId(name, args);
-    if (sent.has(turnId) || (await recorded(changes))) {
-      return reply(`already recorded: ${describe(changes)}`);
-    }
+    if (sent.has(turnId)) return reply(`already recorded: ${describe(changes)}`);
+    const before = await standing(changes);
+    if (before === 'recorded') return reply(`already recorded: ${describe(changes)}`);
+    if (before !== 'new') return failure(before.conflict);
     const content = `ledger ${name}: ${describe(changes)}`;
     const turn = await publisher.publishTurn({
       tenantId,
