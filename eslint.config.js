@@ -29,7 +29,7 @@ const ioModules = [
 ];
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '.local/**', '**/dist/**', '**/*.generated.ts'] },
+  { ignores: ['**/node_modules/**', '**/.local/**', '**/dist/**', '**/*.generated.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

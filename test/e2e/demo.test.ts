@@ -53,6 +53,28 @@ describe('every demo session, end to end', () => {
   });
 });
 
+describe('what a model could work from', () => {
+  it('each live resume answers the probe from the raw log, and the session report says how much at what compression', () => {
+    for (const sessionId of outcomes.keys()) {
+      const o = outcome(sessionId);
+      const line = o.report.split('\n').find((l) => l.startsWith('  probe: '));
+      expect(line, sessionId).toMatch(/^ {2}probe: 1\.000 of \d+ questions \(goal 1\/1/);
+    }
+    const migration = outcome('migration-strict').report;
+    expect(migration).toMatch(/probe: .* at compression 0\.2[0-4]\d/);
+    const context = outcome('migration-strict').resume;
+    const system = context.ok ? context.result.messages[0]!.content : '';
+    // What the digest says, as a person reads it: the task, what was done to which files, what not to retry.
+    expect(system).toContain(
+      'Goal: Please migrate the users table to split full_name into first_name and last_name.',
+    );
+    expect(system).toContain(
+      '- run_migration --dry-run against staging: error at #11 (lock timeout during backfill) [call:dry-run]',
+    );
+    expect(system).toMatch(/- src\/db\/schema\.ts: .*edit_file #8/);
+  });
+});
+
 describe('the migration agent', () => {
   it('under strict, every marker is emitted and the session resumes from the L2 digest', () => {
     const o = outcome('migration-strict');

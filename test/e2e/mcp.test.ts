@@ -106,7 +106,7 @@ describe('tidemark mcp', () => {
     expect(resume.mode).toBe('digest');
     const context = resume.messages.map((m) => m.content).join('\n');
     // Each fact, whether the node states it or a raw turn after the node carries it.
-    expect(context).toMatch(/constraint:reversible\b.*the migration must be reversible/);
+    expect(context).toMatch(/the migration must be reversible \(since #\d+\) \[constraint:reversible\]/);
     expect(context).toMatch(/approach:drop-column:? rejected\b.*loses the column data on rollback/);
     expect(context).toMatch(/approach:online-index-build:? failed\b.*lock timeout on orders/);
 

@@ -120,7 +120,7 @@ describe('the ledger tools', () => {
     )!;
     const context = buildResumeContext({ plan, node, turns: turns.filter((t) => t.seq >= plan.rawFromSeq) });
     const system = context.messages[0]!.content;
-    expect(system).toContain('constraint:rev: reversible');
+    expect(system).toContain('- reversible (since #1) [constraint:rev]');
     expect(system).toContain('approach:backfill: rejected at #2: locks');
   });
 });

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import avro from 'avsc';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { generateSession, type DeadLetter, type TurnEvent } from '@tidemark/core';
+import { generateSession, type Compaction, type DeadLetter, type TurnEvent } from '@tidemark/core';
 import {
   ContractError,
   decodeBody,
@@ -39,6 +39,33 @@ describe('the wire-format vectors in schemas/vectors', () => {
     // A value without `original` (a runtime built before it) encodes as if it were null.
     const { original: _original, ...withoutOriginal } = current;
     expect(encodeBody('TurnEvent', withoutOriginal).equals(encodeBody('TurnEvent', current))).toBe(true);
+  });
+
+  it('reads a Compaction written before claims carried names, details and handles (BACKWARD)', () => {
+    const writer = typeOf(JSON.parse(readFileSync(`${vectorsDir}compaction-v1.avsc`, 'utf8')) as never);
+    const reader = localType('Compaction');
+    const bin = readFileSync(`${vectorsDir}compaction-v1.bin`);
+    const decoded = reader.fromBuffer(bin, reader.createResolver(writer)) as Compaction;
+    const current = vectors.find((v) => v.name === 'compaction')!.value as Compaction;
+    const before = {
+      ...current,
+      claims: {
+        ...current.claims,
+        resolved: current.claims.resolved.map((c) => ({
+          ...c,
+          name: null,
+          detail: null,
+          outcomeDetail: null,
+        })),
+        unresolved: current.claims.unresolved.map((c) => ({
+          ...c,
+          detail: null,
+          handle: null,
+          logPath: null,
+        })),
+      },
+    };
+    expect(decoded).toStrictEqual(fromJson(toJson(before)));
   });
 
   it('covers every change type in the turn and every record', () => {

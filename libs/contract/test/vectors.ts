@@ -114,8 +114,27 @@ const compaction: Compaction = {
   children: [hex('1'), hex('2')],
   narrative: 'Reversible schema migration; add-column-then-backfill rejected after a failed dry run.',
   claims: {
-    resolved: [{ itemId: 'call-7', outcome: 'error', seq: 312 }],
-    unresolved: [{ itemId: 'proc-3', kind: 'subprocess', name: 'psql -f migrations/003_up.sql', seq: 312 }],
+    resolved: [
+      {
+        itemId: 'call-7',
+        outcome: 'error',
+        seq: 312,
+        name: 'run_migration',
+        detail: '--dry-run against staging',
+        outcomeDetail: 'lock timeout during backfill',
+      },
+    ],
+    unresolved: [
+      {
+        itemId: 'proc-3',
+        kind: 'subprocess',
+        name: 'psql -f migrations/003_up.sql',
+        seq: 312,
+        detail: 'against staging',
+        handle: 'pid:4242',
+        logPath: '/tmp/003_up.log',
+      },
+    ],
     dispositions: [
       {
         itemKey: 'approach:add-column-backfill',

@@ -200,7 +200,10 @@ function falseResolved(claim: ResolvedClaim, item: ItemFact | undefined, toSeq: 
   if (end.type !== 'closed' || end.outcome !== claim.outcome || end.seq !== claim.seq) {
     return `${said}, but the log says ${ended(end)}`;
   }
-  return null;
+  // Names and details are optional here (nodes written before them have none), but one stated is a fact.
+  return misstated(claim, { name: item.name, detail: item.detail, outcomeDetail: end.detail }, (claimed) =>
+    claimed === null ? 'unstated' : 'stated',
+  );
 }
 
 function falseUnresolved(claim: UnresolvedClaim, item: ItemFact | undefined, toSeq: number): string | null {
@@ -210,7 +213,35 @@ function falseUnresolved(claim: UnresolvedClaim, item: ItemFact | undefined, toS
   if (item.kind !== claim.kind || item.openedSeq !== claim.seq) {
     return `${said}, but the log has ${item.kind} opened at #${item.openedSeq}`;
   }
+  // How a resumed agent reaches an open item again (handle, log) must be the log's, a missing one
+  // included; its detail may be left out (a constraint's is in constraints), but one stated is a fact.
+  return misstated(
+    claim,
+    { name: item.name, detail: item.detail, handle: item.handle, logPath: item.logPath },
+    (claimed, field) => (field === 'detail' && claimed === null ? 'unstated' : 'stated'),
+  );
+}
+
+/**
+ * The first field whose claimed value is not the log's, as a reason, or null. A field the `rule` calls
+ * `unstated` (a null the claim may leave out) is not compared.
+ */
+function misstated<K extends string>(
+  claim: Readonly<Record<NoInfer<K>, string | null>>,
+  log: Readonly<Record<K, string | null>>,
+  rule: (claimed: string | null, field: K) => 'stated' | 'unstated',
+): string | null {
+  for (const field of Object.keys(log) as K[]) {
+    const claimed = claim[field];
+    if (rule(claimed, field) === 'stated' && claimed !== log[field]) {
+      return `claimed ${field} ${quoted(claimed)}, but the log has ${quoted(log[field])}`;
+    }
+  }
   return null;
+}
+
+function quoted(value: string | null): string {
+  return value === null ? 'none' : JSON.stringify(value);
 }
 
 function falseDisposition(

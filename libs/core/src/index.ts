@@ -35,7 +35,7 @@ export {
   type ChatTransport,
 } from './summarize/model.js';
 export { modelOutputSchema } from './summarize/model-output.js';
-export { rawTurnText } from './summarize/render.js';
+export { detailKey, fileWritten, rawTurnText } from './summarize/render.js';
 
 export { defaultPolicy, definePolicy, planNext, priorNodeOf } from './plan.js';
 export { parsePolicyOverrides, policiesFrom, type Policies } from './policies.js';

@@ -158,7 +158,14 @@ describe('check properties: adding a false claim fails, naming it', () => {
         const lying = withClaims(candidate, (c) => ({
           resolved: [
             ...c.resolved,
-            { itemId: item.itemId, outcome: 'ok' as const, seq: candidate.span.toSeq },
+            {
+              itemId: item.itemId,
+              outcome: 'ok' as const,
+              seq: candidate.span.toSeq,
+              name: null,
+              detail: null,
+              outcomeDetail: null,
+            },
           ],
         }));
         expect(checked(turns, lying)).toEqual(exactly('closure', item.itemId));
@@ -176,7 +183,15 @@ describe('check properties: adding a false claim fails, naming it', () => {
         const lying = withClaims(candidate, (c) => ({
           unresolved: [
             ...c.unresolved,
-            { itemId: item.itemId, kind: 'tool_call' as const, name: 'stale', seq: 1 },
+            {
+              itemId: item.itemId,
+              kind: 'tool_call' as const,
+              name: 'stale',
+              seq: 1,
+              detail: null,
+              handle: null,
+              logPath: null,
+            },
           ],
         }));
         expect(checked(turns, lying)).toEqual(exactly('closure', item.itemId));

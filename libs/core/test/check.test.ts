@@ -84,6 +84,42 @@ describe('check: a strict summary', () => {
 });
 
 describe('check: closure', () => {
+  it('fails when an open subprocess is claimed with another handle, or without its handle or log', () => {
+    const withProc = (change: object) =>
+      withClaims(valid, (c) => ({
+        unresolved: c.unresolved.map((u) => (u.itemId === 'proc-1' ? { ...u, ...change } : u)),
+      }));
+    expect(valid.claims.unresolved.find((u) => u.itemId === 'proc-1')).toMatchObject({
+      handle: 'pid-proc-1',
+      logPath: '/logs/proc-1.log',
+    });
+    expect(checked(withProc({ handle: 'pid-9' }))).toEqual(one('closure', 'proc-1'));
+    expect(checked(withProc({ handle: 'pid-9' }))[0]!.detail).toContain(
+      'claimed handle "pid-9", but the log has "pid-proc-1"',
+    );
+    expect(checked(withProc({ handle: null }))).toEqual(one('closure', 'proc-1'));
+    expect(checked(withProc({ logPath: null }))).toEqual(one('closure', 'proc-1'));
+    expect(checked(withProc({ name: 'npm start' }))).toEqual(one('closure', 'proc-1'));
+    // A detail may be left out (the log has none here), but one stated must be the log's.
+    expect(checked(withProc({ detail: 'in watch mode' }))).toEqual(one('closure', 'proc-1'));
+  });
+
+  it('fails when a resolved item is claimed with a name or detail the log does not have; accepts none', () => {
+    const withCall = (change: object) =>
+      withClaims(valid, (c) => ({
+        resolved: c.resolved.map((r) => (r.itemId === 'call-a' ? { ...r, ...change } : r)),
+      }));
+    expect(valid.claims.resolved.find((r) => r.itemId === 'call-a')).toMatchObject({
+      name: 'read_file',
+      detail: null,
+      outcomeDetail: null,
+    });
+    expect(checked(withCall({ name: 'write_file' }))).toEqual(one('closure', 'call-a'));
+    expect(checked(withCall({ outcomeDetail: 'read 3 lines' }))).toEqual(one('closure', 'call-a'));
+    // Nodes written before claims carried names state none, and that claims nothing.
+    expect(checked(withCall({ name: null }))).toEqual([]);
+  });
+
   it('fails when an open subprocess is not marked UNRESOLVED', () => {
     const candidate = withClaims(valid, (c) => ({
       unresolved: c.unresolved.filter((u) => u.itemId !== 'proc-1'),
@@ -107,7 +143,10 @@ describe('check: closure', () => {
 
   it('fails when an open item is claimed resolved (a synthetic result)', () => {
     const candidate = withClaims(valid, (c) => ({
-      resolved: [...c.resolved, { itemId: 'proc-1', outcome: 'ok' as const, seq: 10 }],
+      resolved: [
+        ...c.resolved,
+        { itemId: 'proc-1', outcome: 'ok' as const, seq: 10, name: null, detail: null, outcomeDetail: null },
+      ],
     }));
     expect(checked(candidate)).toEqual(one('closure', 'proc-1'));
     expect(checked(candidate)[0]!.detail).toContain('still open');
@@ -117,7 +156,15 @@ describe('check: closure', () => {
     const candidate = withClaims(valid, (c) => ({
       unresolved: [
         ...c.unresolved,
-        { itemId: 'call-a', kind: 'tool_call' as const, name: 'read_file', seq: 2 },
+        {
+          itemId: 'call-a',
+          kind: 'tool_call' as const,
+          name: 'read_file',
+          seq: 2,
+          detail: null,
+          handle: null,
+          logPath: null,
+        },
       ],
     }));
     expect(checked(candidate)).toEqual(one('closure', 'call-a'));
@@ -125,7 +172,10 @@ describe('check: closure', () => {
 
   it('fails when an item the log never opened is claimed', () => {
     const candidate = withClaims(valid, (c) => ({
-      resolved: [...c.resolved, { itemId: 'ghost', outcome: 'ok' as const, seq: 5 }],
+      resolved: [
+        ...c.resolved,
+        { itemId: 'ghost', outcome: 'ok' as const, seq: 5, name: null, detail: null, outcomeDetail: null },
+      ],
     }));
     expect(checked(candidate)).toEqual(one('closure', 'ghost'));
   });
@@ -342,7 +392,10 @@ describe('check: conditions combined', () => {
 
   it('does not depend on the order of the claim lists', () => {
     const lossy = withClaims(valid, (c) => ({
-      resolved: [...c.resolved, { itemId: 'proc-1', outcome: 'ok' as const, seq: 9 }],
+      resolved: [
+        ...c.resolved,
+        { itemId: 'proc-1', outcome: 'ok' as const, seq: 9, name: null, detail: null, outcomeDetail: null },
+      ],
       dispositions: c.dispositions.slice(1),
     }));
     const reversed = withClaims(lossy, (c) => ({

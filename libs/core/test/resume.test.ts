@@ -170,8 +170,8 @@ describe('the resume context', () => {
     expect(context.messages.map((m) => m.role)).toEqual(['system', ...after.map((t) => t.role)]);
     const system = context.messages[0]!.content;
     expect(system).toContain(`Tidemark resume context: L1 node ${b.compactionId}, turns 5–8.`);
-    expect(system).toContain('call-9 (tool_call) run_tests, opened at #3');
-    expect(system).toContain('c-rev: reversible: the migration be reversible (since #1)');
+    expect(system).toContain('- run_tests (tool_call opened at #3) [call-9]');
+    expect(system).toContain('- reversible: the migration be reversible (since #1) [c-rev]');
     expect(context.messages.slice(1).map((m) => m.content)).toEqual(after.map((t) => t.content));
   });
 

@@ -51,7 +51,8 @@ describe('the observed failure: a digest that folded a rejection and dropped an 
 
   it('writes a digest in which every sentence is true', () => {
     expect(lossy.narrative).toBe(
-      'Turns 1–80. User requested the schema migration be reversible; agent explored approaches. 1 step(s) completed.',
+      'Goal: Migrate the users table. The schema migration must be reversible.\n' +
+        'Turns 1–80. User requested the schema migration be reversible; agent explored approaches. 1 step(s) completed.',
     );
   });
 
@@ -110,7 +111,7 @@ describe('the observed failure: an L1 marker whose L2 parent was re-compacted un
   const session = [...migration, ...filler(81, 320)];
   const loose = runReference(session, { policy: definePolicy({ digestFanIn: 8 }), generation: 1 });
   const tight = runReference(session, {
-    policy: definePolicy({ digestFanIn: 8, digestTokenBudget: 900, maxDepth: 3 }),
+    policy: definePolicy({ digestFanIn: 8, digestTokenBudget: 300, maxDepth: 3 }),
     generation: 2,
   });
   const l1Node = loose.compactions.find((c) => c.tier === 1 && c.span.toSeq === 280)!;

@@ -14,6 +14,7 @@ import {
   type SummaryInput,
   type TurnEvent,
 } from '../src/index.js';
+import { stateBlock } from '../src/summarize/render.js';
 import { sessionArb, sessionWithSpanArb } from './arbitraries.js';
 import {
   artifact,
@@ -152,7 +153,10 @@ describe('the strict summarizer', () => {
     expect(next.claims.artifacts).toEqual([
       { path: 'scripts/undo.sh', action: 'modified', digest: 'sha256:u2', seq: 9 },
     ]);
-    expect(next.narrative).toContain('Earlier (L1, turns 1–5)');
+    // What was done before the span is carried as the prior frame's own line for it.
+    const before = prior.narrative.split('\n').find((line) => line.startsWith('- turns 1–5: '))!;
+    expect(before).toBeDefined();
+    expect(next.narrative).toContain(`Done:\n${before}\n- turns 6–12: `);
     expect(check(next, frameAt(1), stateFor(turns, next))).toEqual([]);
   });
 
@@ -171,7 +175,15 @@ describe('the strict summarizer', () => {
     expect(next.narrative.split('\n').filter((line) => line.startsWith('Goal: '))).toEqual([
       'Goal: Make the export reversible.',
     ]);
-    expect(next.narrative).toContain('proc-7 export --all (handle pid-proc-7, log /logs/proc-7.log)');
+    // What still runs is claimed with how to reach it, and the state block says it by name.
+    expect(next.claims.unresolved.find((u) => u.itemId === 'proc-7')).toMatchObject({
+      name: 'export --all',
+      handle: 'pid-proc-7',
+      logPath: '/logs/proc-7.log',
+    });
+    expect(stateBlock(next.claims)).toContain(
+      '- export --all (subprocess opened at #9; handle pid-proc-7; log /logs/proc-7.log) [proc-7]',
+    );
     expect(check(next, frameAt(1), stateFor(turns, next))).toEqual([]);
   });
 });
@@ -180,7 +192,9 @@ describe('the narrative summarizer', () => {
   it('folds rejections and failures into "explored approaches", drops artifact paths and what is still in flight', () => {
     const summary = summarizeNarrative(inputFor(1, 8));
     expect(summary.narrative).toBe(
-      'Turns 1–8. User requested the export be reversible; agent explored approaches. 1 step(s) completed.',
+      // The goal it names (every summarizer does), then prose that folds what went wrong.
+      'Goal: Make the export reversible.\n' +
+        'Turns 1–8. User requested the export be reversible; agent explored approaches. 1 step(s) completed.',
     );
     expect(summary.claims.dispositions).toEqual([]);
     expect(summary.claims.artifacts).toEqual([]);

@@ -3,11 +3,4 @@
 export { expandTranscript, TranscriptError, type ScenarioSession } from './transcript.js';
 export { loadScenario, loadScenarios } from './load.js';
 export { fallbackFigures, generateWorkload, type FallbackFigures, type WorkloadOptions } from './workload.js';
-export {
-  answerProbe,
-  compressionOf,
-  probeClasses,
-  probeQuestions,
-  type ProbeClass,
-  type ProbeResult,
-} from './probe.js';
+export { compressionTarget, probeClasses, probeResume, type ProbeClass, type ProbedResume } from './probe.js';

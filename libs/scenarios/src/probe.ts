@@ -1,4 +1,12 @@
-import { estimateTokens, foldTurns, type ResumeMessage, type TurnEvent } from '@tidemark/core';
+import {
+  detailKey,
+  estimateTokens,
+  fileWritten,
+  foldTurns,
+  rawTurnText,
+  type ResumeMessage,
+  type TurnEvent,
+} from '@tidemark/core';
 
 // Can a model work from a resume context? The probe asks what the next step depends on — the goal, each
 // file changed and how, each approach rejected or failed and why, each call or process still open (with
@@ -52,6 +60,28 @@ export function probeQuestions(turns: readonly TurnEvent[]): ProbeQuestion[] {
   for (const artifact of state.artifacts) {
     questions.push({ class: 'files', about: artifact.path, facts: [artifact.path, artifact.action] });
   }
+  // Files a writing tool ran on (edit_file src/x.ts), and calls that failed with why: the log names
+  // them in the call's detail and its closing detail, not as artifacts or dispositions.
+  for (const item of state.closed) {
+    if (item.end?.type !== 'closed') continue;
+    const key = detailKey(item.detail);
+    if (item.end.outcome !== 'ok') {
+      questions.push({
+        class: 'not_to_retry',
+        about: item.itemId,
+        facts: [
+          item.name,
+          ...(key === null ? [] : [key]),
+          item.end.outcome,
+          ...(item.end.detail === null ? [] : [item.end.detail]),
+        ],
+      });
+    } else {
+      const path = fileWritten(item.name, item.detail);
+      if (path !== null)
+        questions.push({ class: 'files', about: `${item.name} ${path}`, facts: [path, item.name] });
+    }
+  }
   for (const disposed of state.disposed) {
     if (disposed.disposition === 'superseded') {
       // Presented as superseded, never as in force.
@@ -83,7 +113,14 @@ export function probeQuestions(turns: readonly TurnEvent[]): ProbeQuestion[] {
       facts: [item.itemId, ...(item.handle === null ? [] : [item.handle])],
     });
   }
-  return questions;
+  // One question per subject: a file edited twice is one thing to know.
+  const seen = new Set<string>();
+  return questions.filter((q) => {
+    const key = `${q.class}\u0000${q.about}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
 
 /** Answers the questions from the context's text alone. */
@@ -113,7 +150,8 @@ export function answerProbe(
 
 /**
  * The digest part of a context (everything before the raw tail: the node's system message) in tokens,
- * over the tokens of the raw turns that digest stands for (seq 1 up to the tail). Null without a node.
+ * over the tokens of the raw turns that digest stands for (seq 1 up to the tail), each as a raw resume
+ * gives it (its content and its state line). Null without a node.
  */
 export function compressionOf(
   messages: readonly Pick<ResumeMessage, 'content'>[],
@@ -121,10 +159,52 @@ export function compressionOf(
   rawFromSeq: number,
   hasNode: boolean,
 ): number | null {
-  if (!hasNode || messages.length === 0) return null;
-  const covered = turns.filter((turn) => turn.seq < rawFromSeq);
-  const raw = covered.reduce((sum, turn) => sum + estimateTokens(turn.content), 0);
-  return raw === 0 ? null : estimateTokens(messages[0]!.content) / raw;
+  const raw = coveredTokens(turns, rawFromSeq);
+  if (!hasNode || messages.length === 0 || raw === 0) return null;
+  return estimateTokens(messages[0]!.content) / raw;
+}
+
+/** The tokens of the raw turns before `rawFromSeq`, as a raw resume gives them. */
+export function coveredTokens(turns: readonly TurnEvent[], rawFromSeq: number): number {
+  return turns
+    .filter((turn) => turn.seq < rawFromSeq)
+    .reduce((sum, turn) => sum + estimateTokens(rawTurnText(turn)), 0);
+}
+
+/** The compression a digest is held to, and how many raw tokens it must stand for to be held to it. */
+export const compressionTarget = 0.25;
+
+/**
+ * Whether a digest covers too little to be held to the target: under 1 ÷ target times the node's
+ * narrative budget, its narrative alone may reach the target by using the budget it is given.
+ */
+export function tooShortForTarget(rawTokens: number, narrativeBudget: number): boolean {
+  return rawTokens < narrativeBudget / compressionTarget;
+}
+
+/** The probe and the compression of one session's resume context, with the judgement on its length. */
+export interface ProbedResume {
+  readonly probe: ProbeResult;
+  readonly compression: number | null;
+  /** Raw tokens the digest stands for (0 without a node). */
+  readonly coveredTokens: number;
+  readonly tooShort: boolean;
+}
+
+export function probeResume(input: {
+  readonly turns: readonly TurnEvent[];
+  readonly messages: readonly Pick<ResumeMessage, 'content'>[];
+  readonly rawFromSeq: number;
+  readonly hasNode: boolean;
+  readonly narrativeBudget: number;
+}): ProbedResume {
+  const covered = input.hasNode ? coveredTokens(input.turns, input.rawFromSeq) : 0;
+  return {
+    probe: answerProbe(probeQuestions(input.turns), input.messages),
+    compression: compressionOf(input.messages, input.turns, input.rawFromSeq, input.hasNode),
+    coveredTokens: covered,
+    tooShort: input.hasNode && tooShortForTarget(covered, input.narrativeBudget),
+  };
 }
 
 /** The first sentence of a request (what it asks), or its first 160 characters. */

@@ -1,6 +1,7 @@
 import type { StateChange, TurnEvent, TurnRole } from '@tidemark/core';
 import { describe, expect, it } from 'vitest';
 import { answerProbe, compressionOf, probeQuestions } from '../src/probe.js';
+import { rawTurnText } from '@tidemark/core';
 
 // The probe: questions from the raw log's events, answered from a context's text alone.
 
@@ -87,8 +88,56 @@ describe('the probe', () => {
     expect(partial.byClass.files).toEqual({ asked: 1, answered: 1 });
   });
 
+  it('asks what a writing tool did to which file, and what failed with why, from the calls in the log', () => {
+    const calls = probeQuestions([
+      ...session,
+      turn(4, 'assistant', 'Editing and migrating.', [
+        {
+          type: 'item_opened',
+          itemId: 'c1',
+          kind: 'tool_call',
+          name: 'edit_file',
+          detail: '{"path":"src/db.ts","old":"a"}',
+          handle: null,
+          logPath: null,
+        },
+        {
+          type: 'item_opened',
+          itemId: 'c2',
+          kind: 'tool_call',
+          name: 'run_migration',
+          detail: '--dry-run',
+          handle: null,
+          logPath: null,
+        },
+        {
+          type: 'item_opened',
+          itemId: 'c3',
+          kind: 'tool_call',
+          name: 'read_file',
+          detail: 'src/x.ts',
+          handle: null,
+          logPath: null,
+        },
+      ]),
+      turn(5, 'tool', 'Done.', [
+        { type: 'item_closed', itemId: 'c1', outcome: 'ok', detail: null },
+        { type: 'item_closed', itemId: 'c2', outcome: 'error', detail: 'lock timeout' },
+        { type: 'item_closed', itemId: 'c3', outcome: 'ok', detail: null },
+      ]),
+    ]);
+    expect(
+      calls.filter((q) => ['c2', 'edit_file src/db.ts'].includes(q.about)).map((q) => [q.class, q.facts]),
+    ).toEqual([
+      ['files', ['src/db.ts', 'edit_file']],
+      ['not_to_retry', ['run_migration', '--dry-run', 'error', 'lock timeout']],
+    ]);
+  });
+
   it('measures compression as the digest part over the raw turns it stands for, and none without a node', () => {
-    const raw = session.reduce((n, t) => n + Math.ceil(t.content.length / 4), 0);
+    // The raw side is the turns as a raw resume gives them: content and the state line of each.
+    const raw = session.reduce((n, t) => n + Math.ceil(rawTurnText(t).length / 4), 0);
+    expect(raw).toBeGreaterThan(session.reduce((n, t) => n + Math.ceil(t.content.length / 4), 0));
     const digest = { content: 'x'.repeat(40) };
     expect(compressionOf([digest], session, 4, true)).toBeCloseTo(10 / raw);
     expect(compressionOf([digest], session, 4, false)).toBeNull();

@@ -223,7 +223,7 @@ function ingestCommand(env: Env): Command {
 function reportCommand(env: Env): Command {
   return new Command('report')
     .description(
-      'Run a generated workload through the pipeline once per summarizer and report the fraction of resumes that fall back to raw and the resume divergence (which must be zero).',
+      'Run a generated workload and the demo sessions through the pipeline once per summarizer and report the fraction of resumes that fall back to raw, the resume divergence (which must be zero), and how much of what a model needs each resume keeps (the probe) at what compression.',
     )
     .option('--sessions <n>', 'sessions per summarizer', integer(1), 40)
     .option('--turns <n>', 'turns per session', integer(1), 200)
@@ -234,6 +234,10 @@ function reportCommand(env: Env): Command {
     .option('--failures <p>', 'per-turn odds of a failed approach', Number, 0.02)
     .option('--artifacts <p>', 'per-turn odds of an artifact change', Number, 0.06)
     .option('--summarizers <list>', 'comma-separated summarizers', 'strict,narrative')
+    .option(
+      '--no-demos',
+      'leave out the demo sessions (played under each summarizer and reported one by one)',
+    )
     .option(
       '--max-repairs <n>',
       'strict repairs: 0 none (shows the raw fallback rate), 1 one per lossy node',
@@ -252,6 +256,7 @@ function reportCommand(env: Env): Command {
         artifacts: number;
         summarizers: string;
         maxRepairs: number;
+        demos: boolean;
       }) => {
         const policies: Policy[] = flags.summarizers
           .split(',')
@@ -273,6 +278,7 @@ function reportCommand(env: Env): Command {
               artifacts: flags.artifacts,
             },
           },
+          demos: flags.demos ? loadScenarios() : [],
           progress: note,
         });
         write(formatFallbackReport(result, process.argv.slice(2).join(' ')));

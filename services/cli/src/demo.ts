@@ -1,7 +1,7 @@
 import { replay, replayTarget } from '@tidemark/compactor';
 import { createPublisher, sessionKey } from '@tidemark/contract';
 import { definePolicy } from '@tidemark/core';
-import type { ScenarioSession } from '@tidemark/scenarios';
+import { probeResume, type ScenarioSession } from '@tidemark/scenarios';
 import { commonConfig, parseConfig, z, type Logger } from '@tidemark/service';
 import { formatSessionReport } from './format.js';
 import { Journal } from './journal.js';
@@ -109,6 +109,15 @@ export async function runDemo(pipeline: Pipeline, options: DemoOptions): Promise
           turns: turns.length,
           journal: settled.journal,
           resume: settled.resume,
+          probed: settled.resume.ok
+            ? probeResume({
+                turns,
+                messages: settled.resume.result.messages,
+                rawFromSeq: settled.resume.result.rawFromSeq,
+                hasNode: settled.resume.result.nodeId !== null,
+                narrativeBudget: definePolicy(scenario.policy).narrativeTokenBudget,
+              })
+            : undefined,
         }),
       });
     }

@@ -2,17 +2,17 @@ import { randomUUID } from 'node:crypto';
 import { outputFormats, problemsIn } from '@tidemark/adapters';
 import { createPublisher, sessionKey } from '@tidemark/contract';
 import { inFormat, type ProviderResume } from '@tidemark/resume';
-import type { MarkerInvalid, Policy } from '@tidemark/core';
+import { definePolicy, type MarkerInvalid, type Policy, type TurnEvent } from '@tidemark/core';
 import {
-  answerProbe,
-  compressionOf,
+  compressionTarget,
   fallbackFigures,
   generateWorkload,
   probeClasses,
-  probeQuestions,
+  probeResume,
   type ProbeClass,
-  type ProbeResult,
+  type ProbedResume,
   type FallbackFigures,
+  type ScenarioSession,
   type WorkloadOptions,
 } from '@tidemark/scenarios';
 import { commonConfig, parseConfig, z, type Logger } from '@tidemark/service';
@@ -30,6 +30,8 @@ export interface FallbackReportOptions {
   readonly logger: Logger;
   readonly policies: readonly Policy[];
   readonly workload: Omit<WorkloadOptions, 'tenantId'>;
+  /** Demo sessions played under each summarizer too (their own policy otherwise), reported one by one. */
+  readonly demos?: readonly ScenarioSession[];
   readonly progress?: (line: string) => void;
   readonly settleTimeoutMs?: number;
 }
@@ -52,12 +54,24 @@ interface ProbeTotals {
   readonly byClass: Readonly<Record<ProbeClass, { readonly asked: number; readonly answered: number }>>;
   /** Mean over the sessions resumed from a node: digest tokens ÷ the raw tokens it stands for. */
   readonly compression: number | null;
-  /** Sessions whose digest covers too few turns for a compression of 0.25 (a node smaller than 4 × its budget). */
-  readonly shortSessions: number;
+  /** Sessions above the compression target, of those long enough to be held to it. */
+  readonly aboveTarget: number;
+  /** Sessions whose digest covers too little to be held to the target (`tooShortForTarget`). */
+  readonly tooShort: number;
+}
+
+/** One demo session under one summarizer: its probe and compression, live. */
+export interface DemoProbeRow extends ProbedResume {
+  readonly summarizer: string;
+  readonly sessionId: string;
+  readonly narrativeBudget: number;
+  /** Whether the live outcome matched the core reference. */
+  readonly matchesReference: boolean;
 }
 
 export interface FallbackReport {
   readonly rows: readonly FallbackRow[];
+  readonly demos: readonly DemoProbeRow[];
   readonly workload: FallbackReportOptions['workload'];
   readonly maxRepairs: number;
   readonly seconds: number;
@@ -66,15 +80,24 @@ export interface FallbackReport {
 export async function runFallbackReport(options: FallbackReportOptions): Promise<FallbackReport> {
   const say = options.progress ?? (() => undefined);
   const run = randomUUID().slice(0, 8);
-  const tenants = options.policies.map((policy) => ({
-    tenantId: `report-${policy.summarizer.replace(/[^a-z0-9-]/gi, '-')}`,
-    policy,
-  }));
+  const tenants = options.policies.map((policy) => {
+    const tenantId = `report-${policy.summarizer.replace(/[^a-z0-9-]/gi, '-')}`;
+    return {
+      tenantId,
+      policy,
+      demos: (options.demos ?? []).map((demo) => demoUnder(demo, tenantId, policy)),
+    };
+  });
+  const demoPolicies = tenants.flatMap((t) =>
+    t.demos.map((d) => [sessionKey(t.tenantId, d.sessionId), d.policy] as const),
+  );
   const env: Env = {
     ...options.env,
     TOPIC_PREFIX: `${options.env.TOPIC_PREFIX ?? ''}report-${run}.`,
     REDIS_PREFIX: `${options.env.REDIS_PREFIX ?? 'tidemark:'}report-${run}:`,
-    POLICY_OVERRIDES: JSON.stringify(Object.fromEntries(tenants.map((t) => [t.tenantId, t.policy]))),
+    POLICY_OVERRIDES: JSON.stringify(
+      Object.fromEntries([...tenants.map((t) => [t.tenantId, t.policy] as const), ...demoPolicies]),
+    ),
   };
   const config = parseConfig(
     z.object({ ...commonConfig, MAX_REPAIRS: z.coerce.number().int().min(0).default(1) }),
@@ -90,10 +113,10 @@ export async function runFallbackReport(options: FallbackReportOptions): Promise
       policy,
       sessions: generateWorkload({ ...options.workload, tenantId }),
     }));
-    const journal = await Journal.open(
-      pipeline.bus,
-      sessions.flatMap((t) => t.sessions.map((turns) => sessionKey(tenantId(turns), sessionIdOf(turns)))),
-    );
+    const journal = await Journal.open(pipeline.bus, [
+      ...sessions.flatMap((t) => t.sessions.map((turns) => sessionKey(tenantId(turns), sessionIdOf(turns)))),
+      ...demoPolicies.map(([key]) => key),
+    ]);
     const publisher = await createPublisher({
       brokers: config.KAFKA_BROKERS,
       registryUrl: config.SCHEMA_REGISTRY_URL,
@@ -101,7 +124,8 @@ export async function runFallbackReport(options: FallbackReportOptions): Promise
       topicPrefix: config.TOPIC_PREFIX,
       logger: options.logger,
     });
-    const total = sessions.reduce((sum, t) => sum + t.sessions.reduce((n, s) => n + s.length, 0), 0);
+    const demoTurns = tenants.flatMap((t) => t.demos.map((d) => d.turns));
+    const total = [...sessions.flatMap((t) => t.sessions), ...demoTurns].reduce((n, s) => n + s.length, 0);
     let published = 0;
     for (const tenant of sessions) {
       for (const turns of tenant.sessions) {
@@ -110,6 +134,11 @@ export async function runFallbackReport(options: FallbackReportOptions): Promise
       }
       say(`published ${published}/${total} turns`);
     }
+    for (const turns of demoTurns) {
+      await publisher.publishTurns(turns);
+      published += turns.length;
+    }
+    if (demoTurns.length > 0) say(`published ${published}/${total} turns (with the demo sessions)`);
     await publisher.close();
 
     const rows: FallbackRow[] = [];
@@ -117,8 +146,7 @@ export async function runFallbackReport(options: FallbackReportOptions): Promise
       const observations = [];
       let mismatches = 0;
       const providerChecks = { checked: 0, invalid: 0 };
-      const probes: ProbeResult[] = [];
-      const compressions: number[] = [];
+      const probes: ProbedResume[] = [];
       let done = 0;
       for (const turns of tenant.sessions) {
         const settled = await settle(
@@ -146,14 +174,15 @@ export async function runFallbackReport(options: FallbackReportOptions): Promise
           );
           const depthOnly = (d: MarkerInvalid) => d.violations.every((v) => v.condition === 'depth');
           const { result } = settled.resume;
-          probes.push(answerProbe(probeQuestions(turns), result.messages));
-          const compression = compressionOf(
-            result.messages,
-            turns,
-            result.rawFromSeq,
-            result.nodeId !== null,
+          probes.push(
+            probeResume({
+              turns,
+              messages: result.messages,
+              rawFromSeq: result.rawFromSeq,
+              hasNode: result.nodeId !== null,
+              narrativeBudget: tenant.policy.narrativeTokenBudget,
+            }),
           );
-          if (compression !== null) compressions.push(compression);
           for (const format of outputFormats) {
             providerChecks.checked += 1;
             const { body } = inFormat(settled.resume.result, format) as ProviderResume;
@@ -184,12 +213,40 @@ export async function runFallbackReport(options: FallbackReportOptions): Promise
         figures: fallbackFigures(observations),
         mismatches,
         providerChecks,
-        probe: probeTotals(probes, compressions),
+        probe: probeTotals(probes),
       });
+    }
+    const demos: DemoProbeRow[] = [];
+    for (const tenant of tenants) {
+      for (const demo of tenant.demos) {
+        const { sessionId, turns, policy } = demo;
+        const run = { tenantId: tenant.tenantId, sessionId, turns, policy, maxRepairs: config.MAX_REPAIRS };
+        const settled = await settle(journal, pipeline, [run], options.settleTimeoutMs ?? 60_000);
+        if (!settled.resume.ok)
+          throw new Error(`demo ${sessionId} did not resume: ${settled.resume.message}`);
+        const { result } = settled.resume;
+        const probed = probeResume({
+          turns,
+          messages: result.messages,
+          rawFromSeq: result.rawFromSeq,
+          hasNode: result.nodeId !== null,
+          narrativeBudget: policy.narrativeTokenBudget,
+        });
+        demos.push({
+          ...probed,
+          summarizer: policy.summarizer,
+          sessionId,
+          narrativeBudget: policy.narrativeTokenBudget,
+          matchesReference: settled.matchesReference,
+        });
+      }
+      if (tenant.demos.length > 0)
+        say(`${tenant.policy.summarizer}: ${tenant.demos.length} demo sessions settled`);
     }
     await journal.close();
     return {
       rows,
+      demos,
       workload: options.workload,
       maxRepairs: config.MAX_REPAIRS,
       seconds: (performance.now() - began) / 1000,
@@ -201,7 +258,8 @@ export async function runFallbackReport(options: FallbackReportOptions): Promise
   }
 }
 
-function probeTotals(probes: readonly ProbeResult[], compressions: readonly number[]): ProbeTotals {
+function probeTotals(probed: readonly ProbedResume[]): ProbeTotals {
+  const probes = probed.map((p) => p.probe);
   const byClass = Object.fromEntries(
     probeClasses.map((c) => [
       c,
@@ -211,20 +269,51 @@ function probeTotals(probes: readonly ProbeResult[], compressions: readonly numb
       },
     ]),
   ) as ProbeTotals['byClass'];
+  const compressions = probed.flatMap((p) => (p.compression === null ? [] : [p.compression]));
   return {
     asked: probes.reduce((n, p) => n + p.asked, 0),
     answered: probes.reduce((n, p) => n + p.answered, 0),
     byClass,
     compression:
       compressions.length === 0 ? null : compressions.reduce((a, b) => a + b, 0) / compressions.length,
-    shortSessions: compressions.filter((c) => c > 0.25).length,
+    aboveTarget: probed.filter((p) => !p.tooShort && (p.compression ?? 0) > compressionTarget).length,
+    tooShort: probed.filter((p) => p.tooShort).length,
   };
+}
+
+/** A demo session as the report plays it: under the report's tenant and this summarizer, its own policy otherwise. */
+function demoUnder(demo: ScenarioSession, tenantId: string, policy: Policy) {
+  const sessionId = `demo-${demo.sessionId}`;
+  const turns: TurnEvent[] = demo.turns.map((turn) => ({ ...turn, tenantId, sessionId }));
+  return { sessionId, turns, policy: definePolicy({ ...demo.policy, summarizer: policy.summarizer }) };
 }
 
 const tenantId = (turns: readonly { tenantId: string }[]): string => turns[0]?.tenantId ?? '';
 const sessionIdOf = (turns: readonly { sessionId: string }[]): string => turns[0]?.sessionId ?? '';
 
 const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
+const share = (asked: number, answered: number) => (asked === 0 ? '–' : `${answered}/${asked}`);
+
+/** The demo sessions, one row per summarizer and session; a session too short for the target says so. */
+function demoTable(demos: readonly DemoProbeRow[]): string[] {
+  if (demos.length === 0) return [];
+  return [
+    `| summarizer | demo session | probe score | ${probeClasses.join(' | ')} | compression | note |`,
+    `| --- | --- | --- | ${probeClasses.map(() => '---').join(' | ')} | --- | --- |`,
+    ...demos.map((d) => {
+      const classes = probeClasses.map((c) => share(d.probe.byClass[c].asked, d.probe.byClass[c].answered));
+      const compression = d.compression === null ? '– (raw)' : d.compression.toFixed(3);
+      const notes = [
+        d.tooShort
+          ? `too short for ${compressionTarget}: the digest stands for ${d.coveredTokens} raw tokens, under ${d.narrativeBudget / compressionTarget}`
+          : '',
+        d.matchesReference ? '' : 'differs from the reference',
+      ].filter((note) => note !== '');
+      return `| ${d.summarizer} | ${d.sessionId} | ${d.probe.score.toFixed(3)} | ${classes.join(' | ')} | ${compression} | ${notes.join('; ')} |`;
+    }),
+    '',
+  ];
+}
 
 export function formatFallbackReport(report: FallbackReport, command: string): string {
   const w = report.workload;
@@ -243,19 +332,20 @@ export function formatFallbackReport(report: FallbackReport, command: string): s
     'resumes from the raw checkpoint. Divergent: two resumes of one session gave different contextHashes (must be 0).',
     `Provider resumes: each session's resume in ${outputFormats.join(', ')}, run through that format's validity checker (invalid must be 0).`,
     '',
-    `| summarizer | probe score | ${probeClasses.join(' | ')} | compression | sessions above 0.25 |`,
-    `| --- | --- | ${probeClasses.map(() => '---').join(' | ')} | --- | --- |`,
+    `| summarizer | probe score | ${probeClasses.join(' | ')} | compression | above ${compressionTarget} | too short for it |`,
+    `| --- | --- | ${probeClasses.map(() => '---').join(' | ')} | --- | --- | --- |`,
     ...report.rows.map(({ summarizer, probe: p }) => {
-      const share = (asked: number, answered: number) => (asked === 0 ? '–' : `${answered}/${asked}`);
       const classes = probeClasses.map((c) => share(p.byClass[c].asked, p.byClass[c].answered));
       const compression = p.compression === null ? '–' : p.compression.toFixed(3);
-      return `| ${summarizer} | ${p.asked === 0 ? '–' : (p.answered / p.asked).toFixed(3)} | ${classes.join(' | ')} | ${compression} | ${p.shortSessions} |`;
+      return `| ${summarizer} | ${p.asked === 0 ? '–' : (p.answered / p.asked).toFixed(3)} | ${classes.join(' | ')} | ${compression} | ${p.aboveTarget} | ${p.tooShort} |`;
     }),
     '',
     "Probe: questions generated from each session's raw log (its goal, files changed and how, what not to retry and why, what is",
     'still open, constraints in force or superseded), answered from the resume context alone (docs/probe.md); compression: the',
-    'digest part of the context in tokens ÷ the raw turns it stands for (mean over sessions resumed from a node).',
+    'digest part of the context in tokens ÷ the raw turns it stands for, as a raw resume gives them (mean over sessions resumed',
+    `from a node). Too short: the digest stands for under 1/${compressionTarget} × the narrative budget in raw tokens.`,
     '',
+    ...demoTable(report.demos),
     `(${report.seconds.toFixed(1)} s; command: pnpm tidemark ${command})`,
   ];
   return lines.join('\n');

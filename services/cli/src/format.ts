@@ -1,5 +1,6 @@
 import type { Compaction, MarkerDecision } from '@tidemark/core';
 import type { ResumeOutcome } from '@tidemark/resume';
+import { compressionTarget, probeClasses, type ProbedResume } from '@tidemark/scenarios';
 import type { SessionJournal } from './journal.js';
 
 // Plain-text reports for people: what happened to a session, and how it would resume. Pure functions
@@ -67,6 +68,8 @@ export interface SessionReportInput {
   readonly turns: number;
   readonly journal: SessionJournal;
   readonly resume: ResumeOutcome;
+  /** What a model could work from: the probe of the resume context, and its compression. */
+  readonly probed?: ProbedResume;
 }
 
 export function formatSessionReport(input: SessionReportInput): string {
@@ -85,6 +88,21 @@ export function formatSessionReport(input: SessionReportInput): string {
     `  marker decisions (${input.journal.decisions.length}):`,
     ...input.journal.decisions.map((d) => `    ${describeDecision(d, nodes.get(d.compactionId))}`),
     `  resume: ${describeResume(input.resume)}`,
+    ...(input.probed === undefined ? [] : [`  probe: ${describeProbe(input.probed)}`]),
   ];
   return lines.join('\n');
+}
+
+/** The probe in one line: the share answered, per class, and the compression with its judgement. */
+export function describeProbe(probed: ProbedResume): string {
+  const { probe } = probed;
+  const classes = probeClasses
+    .filter((c) => probe.byClass[c].asked > 0)
+    .map((c) => `${c} ${probe.byClass[c].answered}/${probe.byClass[c].asked}`);
+  const compression =
+    probed.compression === null
+      ? 'no digest (raw resume)'
+      : `compression ${probed.compression.toFixed(3)}${probed.tooShort ? ` (too short for ${compressionTarget}: the digest stands for ${probed.coveredTokens} raw tokens)` : ''}`;
+  const missed = probe.missed.length === 0 ? '' : `; missed ${probe.missed.join(', ')}`;
+  return `${probe.score.toFixed(3)} of ${probe.asked} questions (${classes.join(', ')}) at ${compression}${missed}`;
 }

@@ -58,7 +58,7 @@ describe('the validator on the observed cases', () => {
     ];
     const loose = runReference(turns, { policy: definePolicy({ digestFanIn: 8 }), generation: 1 });
     const tight = runReference(turns, {
-      policy: definePolicy({ digestFanIn: 8, digestTokenBudget: 900, maxDepth: 3 }),
+      policy: definePolicy({ digestFanIn: 8, digestTokenBudget: 300, maxDepth: 3 }),
       generation: 2,
     });
     expect([loose.frame?.depth, tight.frame?.depth]).toEqual([2, 3]);

@@ -44,7 +44,16 @@ export function claimsFromState(state: StateAtBoundary): Claims {
   return normalizeClaims({
     resolved: state.closed.flatMap((item) =>
       item.end?.type === 'closed'
-        ? [{ itemId: item.itemId, outcome: item.end.outcome, seq: item.end.seq }]
+        ? [
+            {
+              itemId: item.itemId,
+              outcome: item.end.outcome,
+              seq: item.end.seq,
+              name: item.name,
+              detail: item.detail,
+              outcomeDetail: item.end.detail,
+            },
+          ]
         : [],
     ),
     unresolved: state.open.map((item) => ({
@@ -52,6 +61,9 @@ export function claimsFromState(state: StateAtBoundary): Claims {
       kind: item.kind,
       name: item.name,
       seq: item.openedSeq,
+      detail: item.detail,
+      handle: item.handle,
+      logPath: item.logPath,
     })),
     dispositions: state.disposed.map(dispositionClaim),
     artifacts: state.artifacts.map(artifactClaim),

@@ -13,10 +13,16 @@ import {
 const seq = { type: 'integer', minimum: 1, description: 'The L0 seq of the turn the fact is at.' };
 const id = { type: 'string', minLength: 1 };
 const nullableText = { type: ['string', 'null'] };
+const reach = {
+  type: ['string', 'null'],
+  description: 'Copied from the log; null, or left out, only when the log has none (else the check fails).',
+};
 /** A claim's object: every field required but the nullable ones (absent reads as null). */
 const claim = (properties: Record<string, unknown>) => ({
   type: 'object',
-  required: Object.keys(properties).filter((key) => properties[key] !== nullableText),
+  required: Object.keys(properties).filter(
+    (key) => properties[key] !== nullableText && properties[key] !== reach,
+  ),
   properties,
 });
 
@@ -35,11 +41,26 @@ export const modelOutputSchema = {
       properties: {
         resolved: {
           type: 'array',
-          items: claim({ itemId: id, outcome: { enum: [...ItemOutcomeSymbols] }, seq }),
+          items: claim({
+            itemId: id,
+            outcome: { enum: [...ItemOutcomeSymbols] },
+            seq,
+            name: nullableText,
+            detail: nullableText,
+            outcomeDetail: nullableText,
+          }),
         },
         unresolved: {
           type: 'array',
-          items: claim({ itemId: id, kind: { enum: [...ItemKindSymbols] }, name: { type: 'string' }, seq }),
+          items: claim({
+            itemId: id,
+            kind: { enum: [...ItemKindSymbols] },
+            name: { type: 'string' },
+            seq,
+            detail: nullableText,
+            handle: reach,
+            logPath: reach,
+          }),
         },
         dispositions: {
           type: 'array',

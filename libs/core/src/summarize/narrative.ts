@@ -1,7 +1,8 @@
-import type { Claims, Summarizer, Summary, SummaryInput } from '../model.js';
+import type { Claims, Compaction, Summarizer, Summary, SummaryInput } from '../model.js';
 import { fitToBudget } from '../tokens.js';
 import { claimsFromState, mergeClaims, normalizeClaims, spanOf, summaryOf } from './claims.js';
-import { excerpt, spanLabel } from './render.js';
+import { clip, spanLabel } from './render.js';
+import { goalLine } from './sections.js';
 
 // A deliberately lossy summarizer, deterministic, lossy the way fluency-tuned summarizers are: every
 // sentence it writes is true, but negative state transitions have no narrative weight, so it folds
@@ -19,11 +20,17 @@ export function summarizeNarrative(input: SummaryInput): Summary {
   const asked = full.constraints.map((c) => c.detail ?? c.name);
   const opening =
     asked.length > 0
-      ? `User requested ${asked.map((text) => excerpt(text, 120)).join(' and ')}`
-      : `User and agent worked on ${excerpt(firstUserText(input) ?? 'the task', 160)}`;
+      ? `User requested ${asked.map((text) => clip(text, 120)).join(' and ')}`
+      : 'User and agent worked towards the goal';
   sentences.push(folded > 0 ? `${opening}; agent explored approaches.` : `${opening}; agent made progress.`);
   if (full.resolved.length > 0) sentences.push(`${full.resolved.length} step(s) completed.`);
-  return summaryOf(fitToBudget(sentences.join(' '), input.budget), claims);
+  // The goal is named like the strict summarizer names it, so that it survives any mix of nodes.
+  const earlier = [input.priorFrame, ...(input.span.kind === 'nodes' ? input.span.nodes.slice(0, 1) : [])];
+  const goal = goalLine(
+    input,
+    earlier.filter((node): node is Compaction => node !== null),
+  );
+  return summaryOf(fitToBudget([...goal, sentences.join(' ')].join('\n'), input.budget), claims);
 }
 
 export const narrativeSummarizer: Summarizer = {
@@ -38,19 +45,6 @@ function lossy(claims: Claims): Claims {
     artifacts: [],
     unresolved: claims.unresolved.filter((c) => c.kind === 'constraint'),
   });
-}
-
-function firstUserText(input: SummaryInput): string | null {
-  switch (input.span.kind) {
-    case 'turns':
-      return input.span.turns.find((turn) => turn.role === 'user')?.content ?? null;
-    case 'nodes':
-      return input.span.nodes[0]?.narrative ?? null;
-    default: {
-      const never: never = input.span;
-      return never;
-    }
-  }
 }
 
 function capitalize(text: string): string {

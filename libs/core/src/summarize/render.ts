@@ -1,4 +1,5 @@
-import type { Claims, Compaction, StateChange, TurnEvent } from '../model.js';
+import { compareText } from '../canonical.js';
+import type { Claims, Compaction, ResolvedClaim, StateChange, TurnEvent, UnresolvedClaim } from '../model.js';
 
 // Deterministic text renderings shared by the summarizers' narratives, the model prompt and the resume
 // context's state block.
@@ -21,14 +22,18 @@ export function nodeLabel(node: Pick<Compaction, 'tier' | 'span'>): string {
   return `L${node.tier}, ${spanLabel(node.span.fromSeq, node.span.toSeq)}`;
 }
 
-/** The state a node claims, as the block a resumed agent reads: every section, even when empty. */
+/**
+ * The state a node claims, as the block a resumed agent reads: every section, even when empty. Items
+ * are given by name and the key part of their detail, with their id in brackets (for expand and
+ * provenance); calls that ended alike are grouped by name and detail with the seqs that closed them.
+ */
 export function stateBlock(claims: Claims): string {
   const section = (title: string, lines: readonly string[]): string =>
     `${title}:\n${lines.length === 0 ? '- none' : lines.map((line) => `- ${line}`).join('\n')}`;
   return [
     section(
       'UNRESOLVED (still open; do not assume a result)',
-      claims.unresolved.map((c) => `${c.itemId} (${c.kind}) ${c.name}, opened at #${c.seq}`),
+      claims.unresolved.filter((c) => c.kind !== 'constraint').map(unresolvedText),
     ),
     section(
       'Dispositions (do not repeat)',
@@ -46,14 +51,128 @@ export function stateBlock(claims: Claims): string {
     section(
       'Active constraints',
       claims.constraints.map(
-        (c) => `${c.itemId}: ${c.name}${c.detail === null ? '' : `: ${c.detail}`} (since #${c.seq})`,
+        (c) => `${c.name}${c.detail === null ? '' : `: ${c.detail}`} (since #${c.seq}) [${c.itemId}]`,
       ),
     ),
-    section(
-      'Resolved',
-      claims.resolved.map((c) => `${c.itemId}: ${c.outcome} at #${c.seq}`),
-    ),
+    section('Resolved', resolvedLines(claims.resolved)),
   ].join('\n\n');
+}
+
+function unresolvedText(c: UnresolvedClaim): string {
+  const key = detailKey(c.detail);
+  const reach = [
+    ...(c.handle === null ? [] : [`handle ${c.handle}`]),
+    ...(c.logPath === null ? [] : [`log ${c.logPath}`]),
+  ];
+  const what = key === null || key === c.name ? c.name : `${c.name} ${key}`;
+  return `${what} (${c.kind} opened at #${c.seq}${reach.map((r) => `; ${r}`).join('')}) [${c.itemId}]`;
+}
+
+/**
+ * Resolved calls by what they ran on, then by name: `src/a.ts: grep #3, edit_file #8 #57`, so that each
+ * file or command is named once with everything done to it. A call that did not end ok is a line of its
+ * own, with its outcome's detail and id; calls without a detail are grouped by name. A claim without a
+ * name (a node written before claims carried names) is given by its id.
+ */
+function resolvedLines(claims: readonly ResolvedClaim[]): string[] {
+  const lines: string[] = [];
+  const ok = new Map<string, Map<string, number[]>>();
+  for (const c of [...claims].sort((a, b) => a.seq - b.seq)) {
+    if (c.name === null) {
+      lines.push(`${c.itemId}: ${c.outcome} at #${c.seq}`);
+      continue;
+    }
+    const key = detailKey(c.detail);
+    if (c.outcome !== 'ok') {
+      const why = c.outcomeDetail === null ? '' : ` (${clip(c.outcomeDetail, 160)})`;
+      lines.push(`${c.name}${key === null ? '' : ` ${key}`}: ${c.outcome} at #${c.seq}${why} [${c.itemId}]`);
+      continue;
+    }
+    const group = key === null || key === c.name ? '' : key;
+    const byName = ok.get(group) ?? new Map<string, number[]>();
+    ok.set(group, byName);
+    byName.set(c.name, [...(byName.get(c.name) ?? []), c.seq]);
+  }
+  const calls = (byName: Map<string, number[]>): string[] =>
+    [...byName.entries()].map(([name, seqs]) => `${name} ${seqList(seqs)}`);
+  const grouped = [...ok.entries()]
+    .sort(([a], [b]) => compareText(a, b))
+    .flatMap(([key, byName]) => (key === '' ? calls(byName) : [`${key}: ${calls(byName).join(', ')}`]));
+  return [...lines, ...grouped];
+}
+
+/** Seqs as `#3 #8 #12`, or `×12 #3…#90` past three. */
+function seqList(seqs: readonly number[]): string {
+  const each = seqs.map((seq) => `#${seq}`);
+  return each.length <= 3 ? each.join(' ') : `×${each.length} ${each[0]}…${each.at(-1)}`;
+}
+
+// Argument fields that say what a call ran on, most telling first.
+const keyFields = [
+  'path',
+  'file_path',
+  'filePath',
+  'file',
+  'filename',
+  'command',
+  'cmd',
+  'pattern',
+  'query',
+  'url',
+];
+
+/**
+ * The key part of an item's detail: for JSON arguments (what the adapters record), the path or command
+ * they name, else their first text value; otherwise the detail's first line. At most 120 characters,
+ * cut at a word. Null without a detail.
+ */
+export function detailKey(detail: string | null): string | null {
+  if (detail === null) return null;
+  const text = detail.trim();
+  if (text.startsWith('{')) {
+    const fields = jsonObject(text);
+    if (fields !== null) {
+      const named = keyFields.map((field) => fields[field]).find(isText);
+      const value = named ?? Object.values(fields).find(isText);
+      if (value !== undefined) return clip(value, 120);
+    }
+  }
+  const line = text.split('\n', 1)[0]!;
+  return line.length === 0 ? null : clip(line, 120);
+}
+
+// A tool whose name says it writes, run on something that looks like a path: the file it touched.
+const writing = /(edit|write|creat|patch|apply|replace|delet|remov|move|renam|save|append|insert)/i;
+const pathLike = /^\S*[/.]\S*$/;
+
+/** The file a call wrote, when its name says it writes and its detail's key part is a path; else null. */
+export function fileWritten(name: string, detail: string | null): string | null {
+  const key = detailKey(detail);
+  return key !== null && writing.test(name) && pathLike.test(key) ? key : null;
+}
+
+/** Whitespace collapsed; whole up to `max` characters, else cut at the last word that fits, with "…". */
+export function clip(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  if (flat.length <= max) return flat;
+  const cut = flat.slice(0, Math.max(1, max - 1));
+  const space = cut.lastIndexOf(' ');
+  return `${(space > max / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
+}
+
+function jsonObject(text: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+function isText(value: unknown): value is string {
+  return typeof value === 'string' && value.trim().length > 0;
 }
 
 /**

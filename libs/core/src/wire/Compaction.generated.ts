@@ -128,6 +128,18 @@ export interface ResolvedClaim {
   readonly outcome: ItemOutcome;
   /** The seq of the turn that closed it. */
   readonly seq: number;
+  /**
+   * The item's name as the log opened it (the tool, the process), for readers; when stated it must
+   * be the log's. Null in nodes written before it existed.
+   */
+  readonly name: string | null;
+  /**
+   * The item's detail as the log opened it (the path, the command); when stated it must be the
+   * log's.
+   */
+  readonly detail: string | null;
+  /** The detail the log closed it with (the result, the error); when stated it must be the log's. */
+  readonly outcomeDetail: string | null;
 }
 
 /** How an item ended. */
@@ -146,6 +158,18 @@ export interface UnresolvedClaim {
   readonly name: string;
   /** The seq of the turn that opened it. */
   readonly seq: number;
+  /**
+   * The item's detail as the log opened it (the arguments, the command): what a resumed agent needs
+   * to recognise it. Must be the log's, null only when the log has none.
+   */
+  readonly detail: string | null;
+  /**
+   * How to reach it again (a pid, a job id, a call id at the provider). Must be the log's, null
+   * only when the log has none: a wrong or missing handle fails the check.
+   */
+  readonly handle: string | null;
+  /** Where its output goes. Must be the log's, null only when the log has none. */
+  readonly logPath: string | null;
 }
 
 /** What kind of thing an open item is. */
