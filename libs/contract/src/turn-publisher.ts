@@ -260,7 +260,7 @@ export class TurnPublisher implements Publisher {
 }
 
 const republish =
-  'Republish the same turns (same seqs, same turnIds): a turn already stored is a harmless redelivery.';
+  'Republish the same turns (same seqs, same content): a turn already stored is a harmless redelivery; other content at a stored seq is dead-lettered as conflicting_redelivery.';
 
 function describe(call: Call): string {
   const sessions = call.sessions.map((s) => `${s.key} from seq ${s.firstSeq}`).join(', ');

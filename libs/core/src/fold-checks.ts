@@ -14,7 +14,7 @@ import {
 
 export type TurnRefusalReason = Extract<
   DeadLetterReason,
-  'missing_ids' | 'invalid_event' | 'seq_gap' | 'seq_duplicate_conflict' | 'seq_regression'
+  'missing_ids' | 'invalid_event' | 'seq_gap' | 'conflicting_redelivery'
 >;
 
 export type ChangeRejectionReason = Extract<
@@ -157,4 +157,9 @@ export function validateChange(change: StateChange): Omit<ChangeRejection, 'inde
 
 function nonEmpty(value: string | null | undefined): value is string {
   return typeof value === 'string' && value.length > 0;
+}
+
+/** The refusal of a seq already applied with other content: both content hashes, the first kept. */
+export function conflictMessage(seq: number, applied: string, offered: string): string {
+  return `seq ${seq} was applied with content ${applied}; this turn's content is ${offered} (the first is kept)`;
 }

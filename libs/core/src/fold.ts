@@ -1,6 +1,13 @@
 import { compareText } from './canonical.js';
 import { invalidInput } from './errors.js';
-import { validateChange, validateTurn, type ApplyResult, type ChangeRejection } from './fold-checks.js';
+import {
+  conflictMessage,
+  validateChange,
+  validateTurn,
+  type ApplyResult,
+  type ChangeRejection,
+} from './fold-checks.js';
+import { turnContentHash } from './ids.js';
 import type {
   ArtifactFact,
   BoundaryQuery,
@@ -17,9 +24,10 @@ import type {
 // compare the two on the same turns. The rules:
 //
 // - Turns apply in seq order: 1, then each next seq. A later seq is a gap and is refused (the watermark
-//   stays, so boundaries past it are unverifiable). A seq already applied with the same turnId is a
-//   redelivery and a no-op; with another turnId it is a conflict (the latest seq) or a regression (an
-//   earlier one), refused. A turn with an empty id or an out-of-range field is refused.
+//   stays, so boundaries past it are unverifiable). A seq already applied with the same content (its
+//   turnContentHash: turnId and timestamp aside) is a redelivery and a no-op; with other content it is a
+//   conflicting redelivery, refused, and the first stays. A turn with an empty id or an out-of-range
+//   field is refused.
 // - Within an applied turn, changes apply in order. A change that breaks a rule (closing an unknown item,
 //   opening an id twice, closing an item that already ended, an empty id) is skipped and reported; the
 //   rest of the turn still applies, so one bad change does not stall the session forever.
@@ -36,8 +44,8 @@ export class SessionFold {
   readonly tenantId: string;
   readonly sessionId: string;
   #appliedSeq = 0;
-  /** turnIds[seq - 1]: to tell a redelivery from a conflict. */
-  readonly #turnIds: string[] = [];
+  /** contentHashes[seq - 1]: to tell a redelivery from a conflict. */
+  readonly #contentHashes: string[] = [];
   readonly #items = new Map<string, ItemRecord>();
   /** Every disposition of a key, in seq order. */
   readonly #dispositions = new Map<string, DispositionFact[]>();
@@ -74,29 +82,23 @@ export class SessionFold {
         message: `seq ${seq} after ${this.#appliedSeq}: ${seq - this.#appliedSeq - 1} turn(s) missing`,
       };
     }
+    const hash = turnContentHash(turn);
     if (seq <= this.#appliedSeq) {
-      const applied = this.#turnIds[seq - 1];
-      if (applied === turn.turnId) return { ok: true, seq, duplicate: true, rejected: [] };
-      return seq === this.#appliedSeq
-        ? {
-            ok: false,
-            seq,
-            reason: 'seq_duplicate_conflict',
-            message: `seq ${seq} was applied as turn ${applied}, not ${turn.turnId}`,
-          }
-        : {
-            ok: false,
-            seq,
-            reason: 'seq_regression',
-            message: `seq ${seq} is behind ${this.#appliedSeq} and was applied as turn ${applied}, not ${turn.turnId}`,
-          };
+      const applied = this.#contentHashes[seq - 1]!;
+      if (applied === hash) return { ok: true, seq, duplicate: true, rejected: [] };
+      return {
+        ok: false,
+        seq,
+        reason: 'conflicting_redelivery',
+        message: conflictMessage(seq, applied, hash),
+      };
     }
     const rejected: ChangeRejection[] = [];
     turn.changes.forEach((change, index) => {
       const problem = this.#applyChange(change, seq);
       if (problem !== null) rejected.push({ index, ...problem });
     });
-    this.#turnIds.push(turn.turnId);
+    this.#contentHashes.push(hash);
     this.#appliedSeq = seq;
     return { ok: true, seq, duplicate: false, rejected };
   }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from './canonical.js';
-import type { Policy } from './model.js';
+import type { Policy, TurnEvent } from './model.js';
 
 // Content-derived ids: SHA-256 (hex) over the canonical JSON of what identifies the thing, with a `kind`
 // that keeps the id spaces apart. Replaying the same L0 under the same policy gives the same ids, so a
@@ -70,6 +70,28 @@ export function markerIdOf(compactionId: string): string {
 
 export function policyIdOf(policy: Policy): string {
   return sha256Hex(canonicalJson({ kind: 'tidemark.policy', policy }));
+}
+
+/**
+ * What a turn says, hashed: everything but its turnId and timestamp, which a runtime may mint afresh when
+ * it sends the same turn again. Two turns of one session and seq with the same hash are one turn (a
+ * redelivery); with different hashes, a conflict.
+ */
+export function turnContentHash(turn: TurnEvent): string {
+  const { tenantId, sessionId, seq, role, content, tokenCount, changes } = turn;
+  return sha256Hex(
+    canonicalJson({
+      kind: 'tidemark.turn-content',
+      tenantId,
+      sessionId,
+      seq,
+      role,
+      content,
+      tokenCount,
+      changes,
+      original: turn.original ?? null,
+    }),
+  );
 }
 
 /** The hash of a resume context's canonical encoding. */

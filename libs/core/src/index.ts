@@ -11,11 +11,20 @@ export {
   type StateErrorCode,
 } from './errors.js';
 export { canonicalJson, compareText } from './canonical.js';
-export { compactionIdOf, contextHashOf, markerIdOf, policyIdOf, sessionKey, sha256Hex } from './ids.js';
+export {
+  compactionIdOf,
+  contextHashOf,
+  markerIdOf,
+  policyIdOf,
+  sessionKey,
+  sha256Hex,
+  turnContentHash,
+} from './ids.js';
 export { estimateTokens, fitToBudget } from './tokens.js';
 
 export { foldTurns, SessionFold } from './fold.js';
 export {
+  conflictMessage,
   validateChange,
   validateTurn,
   type ApplyResult,

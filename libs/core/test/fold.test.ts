@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  turnContentHash,
   foldTurns,
   generateSession,
   SessionFold,
@@ -127,17 +128,31 @@ describe('fold: sequencing', () => {
     expect(f.stateAt(query(1, 3)).closed.map((i) => i.itemId)).toEqual(['a']);
   });
 
-  it('refuses the latest seq with another turn id as a conflict, and an earlier one as a regression', () => {
+  it('tells a redelivery by its content: another turn id or timestamp with the same content is a no-op', () => {
     const f = fold(session.slice(0, 3));
-    expect(f.apply({ ...session[2]!, turnId: 'other' })).toMatchObject({
-      ok: false,
-      reason: 'seq_duplicate_conflict',
+    expect(f.apply({ ...session[2]!, turnId: 'resent', timestamp: 99 })).toEqual({
+      ok: true,
+      seq: 3,
+      duplicate: true,
+      rejected: [],
     });
-    expect(f.apply({ ...session[0]!, turnId: 'other' })).toMatchObject({
-      ok: false,
-      reason: 'seq_regression',
-    });
+  });
+
+  it('refuses a seq already applied with other content, latest or earlier, naming both hashes; the first stays', () => {
+    const f = fold(session.slice(0, 3));
+    const before = f.stateAt(query(1, 3));
+    for (const turn of [session[2]!, session[0]!]) {
+      const other = { ...turn, content: `${turn.content} (edited)` };
+      expect(f.apply(other)).toEqual({
+        ok: false,
+        seq: turn.seq,
+        reason: 'conflicting_redelivery',
+        message: `seq ${turn.seq} was applied with content ${turnContentHash(turn)}; this turn's content is ${turnContentHash(other)} (the first is kept)`,
+      });
+    }
+    expect(f.apply({ ...session[1]!, changes: [] })).toMatchObject({ reason: 'conflicting_redelivery' });
     expect(f.appliedSeq).toBe(3);
+    expect(f.stateAt(query(1, 3))).toEqual(before);
   });
 
   it('refuses a turn of another session', () => {

@@ -8,6 +8,12 @@ import type { ServiceState } from './state.js';
 // metrics registry, and an ordered list of things to close. The service's own logic never touches
 // process signals; `runUntilSignalled` (or the all-in-one runner) decides when to close.
 
+/**
+ * The longest path parameter the host's router takes, percent-encoded (fastify's default is 100): ids in
+ * paths may be long and non-ASCII; handlers bound them decoded. Longer ones are a 404 before any handler.
+ */
+export const maxParamLength = 8192;
+
 export type ReadinessCheck = () => boolean | Promise<boolean>;
 
 export interface ServiceHostOptions {
@@ -49,6 +55,32 @@ export interface Readiness {
   readonly checks: Record<string, boolean>;
 }
 
+/**
+ * The HTTP server every service is hosted on: long path parameters, and answers that never echo what was
+ * asked (fastify's defaults repeat the path in a 404 and the parser's complaint in a 400), so an id or a
+ * token in a request never comes back in a response.
+ */
+export function httpServer(): FastifyInstance {
+  const http = fastify({ logger: false, maxParamLength });
+  http.setNotFoundHandler((_request, reply) =>
+    reply.code(404).send({ code: 'not_found', message: 'no such route' }),
+  );
+  http.setErrorHandler((error: { statusCode?: number }, _request, reply) => {
+    const status =
+      error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500
+        ? error.statusCode
+        : 500;
+    return reply
+      .code(status)
+      .send(
+        status === 500
+          ? { code: 'internal', message: 'internal error' }
+          : { code: 'bad_request', message: 'the request is not valid' },
+      );
+  });
+  return http;
+}
+
 export function createServiceHost(options: ServiceHostOptions): ServiceHost {
   const logger = options.logger ?? createLogger(options.name);
   const metrics = options.register ?? new Registry();
@@ -58,7 +90,7 @@ export function createServiceHost(options: ServiceHostOptions): ServiceHost {
   const shutdownSteps: (() => Promise<void> | void)[] = [];
   let closing: Promise<void> | null = null;
 
-  const http = fastify({ logger: false });
+  const http = httpServer();
 
   const readiness = async (): Promise<Readiness> => {
     const results = await Promise.all(

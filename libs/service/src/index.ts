@@ -2,7 +2,13 @@
 // their own; they get config, logs, metrics, health/readiness and shutdown from here.
 export { commonConfig, ConfigError, groupNamed, parseConfig, parsedVariable } from './config.js';
 export { createLogger, type Logger } from './logger.js';
-export { createServiceHost, type ReadinessCheck, type ServiceHost } from './host.js';
+export {
+  createServiceHost,
+  httpServer,
+  maxParamLength,
+  type ReadinessCheck,
+  type ServiceHost,
+} from './host.js';
 export { z } from 'zod';
 export { Counter, Gauge, Histogram, Registry } from 'prom-client';
 export { hostedBy, mountService, runMain, type HostedDeps, type Service } from './service.js';

@@ -10,7 +10,7 @@
   stored value; this script only decides what depends on the stored state.
 
   KEYS[1]  meta     hash  applied (watermark), brokenSeq, brokenReason
-  KEYS[2]  turns    hash  seq -> turnId (tells a redelivery from a conflict)
+  KEYS[2]  turns    hash  seq -> the turn's content hash (tells a redelivery from a conflict)
   KEYS[3]  pos      hash  seq -> "partition:offset" in turns.l0
   KEYS[4]  items    hash  itemId -> item JSON, as opened
   KEYS[5]  ends     hash  itemId -> end JSON (closed or disposed)
@@ -24,7 +24,8 @@
   KEYS[13] skipped  hash  seq -> the skipped-change triples of that turn (for its redeliveries)
 
   ARGV, per turn, in order:
-           seq (canonical integer text), turnId, the turn's turns.l0 position "partition:offset",
+           seq (canonical integer text), the turn's content hash (core turnContentHash), its turns.l0
+           position "partition:offset",
            n (the number of change fields that follow, 6 per change), then the fields: op, index, a, b, c, d
            O item_opened    a = itemId   b = item JSON
            C item_closed    a = itemId   b = end JSON
@@ -35,18 +36,18 @@
   Returns  one reply per turn, in order:
            {1, seq, index, reason, endSeq, ...}  applied; a triple per skipped change (endSeq is the
                                                   seq an item already ended at, for item_not_open, else 0)
-           {2, applied, index, reason, endSeq, ...}  a redelivery (same seq, same turnId): nothing
+           {2, applied, index, reason, endSeq, ...}  a redelivery (same seq, same content): nothing
                                                   changed; the triples are those of its first apply
            {-1, applied}                          seq_gap
-           {-2, applied, turnId}                  seq_duplicate_conflict (the turnId applied at that seq)
-           {-3, applied, turnId}                  seq_regression
+           {-2, applied, hash}                    conflicting_redelivery (the content hash applied at
+                                                  that seq, which stays)
   Refusals and skipped changes mark the session broken at the turn's seq (the earliest mark is kept).
 ]]
 -- The session's watermark, read once and kept current by applyTurn as it writes it.
 local applied = tonumber(redis.call('HGET', KEYS[1], 'applied') or '0')
 
 -- One turn: its fields are ARGV[first..last].
-local function applyTurn(seqText, turnIdArg, position, first, last)
+local function applyTurn(seqText, hashArg, position, first, last)
   local seq = tonumber(seqText)
 
   local function markBroken(reason)
@@ -61,8 +62,8 @@ local function applyTurn(seqText, turnIdArg, position, first, last)
     return {-1, applied}
   end
   if seq <= applied then
-    local turnId = redis.call('HGET', KEYS[2], seqText)
-    if turnId == turnIdArg then
+    local hash = redis.call('HGET', KEYS[2], seqText)
+    if hash == hashArg then
       local reply = {2, applied}
       local skipped = redis.call('HGET', KEYS[13], seqText)
       if skipped then
@@ -72,12 +73,8 @@ local function applyTurn(seqText, turnIdArg, position, first, last)
       end
       return reply
     end
-    if seq == applied then
-      markBroken('seq_duplicate_conflict')
-      return {-2, applied, turnId or ''}
-    end
-    markBroken('seq_regression')
-    return {-3, applied, turnId or ''}
+    markBroken('conflicting_redelivery')
+    return {-2, applied, hash or ''}
   end
 
   -- Simulate the turn's changes against the stored state plus this turn's own effects.
@@ -166,7 +163,7 @@ local function applyTurn(seqText, turnIdArg, position, first, last)
       redis.call('ZADD', KEYS[12], 0, w[3])
     end
   end
-  redis.call('HSET', KEYS[2], seqText, turnIdArg)
+  redis.call('HSET', KEYS[2], seqText, hashArg)
   redis.call('HSET', KEYS[3], seqText, position)
   redis.call('HSET', KEYS[1], 'applied', seqText)
   applied = seq

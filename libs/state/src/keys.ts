@@ -6,7 +6,7 @@ import { sessionKey } from '@tidemark/core';
 // every store) share a Redis Cluster slot and one Lua script may touch them all atomically.
 //
 //   store        lifecycle (epoch, lock)                 session keys
-//   projection   proj:epoch, proj:lock                   proj:{t/s}:<part> (below)
+//   projection   proj:epoch:2, proj:lock                   proj:{t/s}:<part> (below)
 //   frames       frames:epoch:2, frames:lock             frame:{t/s}, decided:{t/s}
 //   plans        resume:epoch:2, resume:rebuild-lock     resume:{t/s}, resume-nodes:{t/s}, resume-ctx:{t/s}
 //   windows      cmp:<ns>:epoch, cmp:<ns>:lock           cmp:<ns>:{t/s}:win, cmp:<ns>:{t/s}:turns
@@ -41,7 +41,7 @@ export interface StoreLayout {
 }
 
 export const projectionLayout = (prefix: string): StoreLayout => ({
-  epochKey: `${prefix}proj:epoch`,
+  epochKey: `${prefix}proj:epoch:2`,
   lockKey: `${prefix}proj:lock`,
   sessionPatterns: [sessionKeysPattern(prefix, 'proj')],
 });
@@ -67,10 +67,10 @@ export const windowsLayout = (prefix: string, namespace: string): StoreLayout =>
 
 // The projection's keys, in full:
 //
-//   <prefix>proj:epoch                     string  the projection's epoch; absent = lost or never built
+//   <prefix>proj:epoch:2                   string  the projection's epoch; absent = lost, never built or older
 //   <prefix>proj:rebuilding                string  JSON {epoch, reason, since}: a rebuild is under way
 //   <prefix>proj:{tenant/session}:meta     hash    applied (watermark), brokenSeq, brokenReason
-//   <prefix>proj:{tenant/session}:turns    hash    seq -> turnId
+//   <prefix>proj:{tenant/session}:turns    hash    seq -> the turn's content hash
 //   <prefix>proj:{tenant/session}:pos      hash    seq -> "partition:offset" in turns.l0
 //   <prefix>proj:{tenant/session}:items    hash    itemId -> item JSON, as opened
 //   <prefix>proj:{tenant/session}:ends     hash    itemId -> end JSON

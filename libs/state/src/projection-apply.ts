@@ -1,5 +1,7 @@
 import {
+  conflictMessage,
   sessionKey,
+  turnContentHash,
   validateChange,
   validateTurn,
   type ApplyResult,
@@ -25,7 +27,7 @@ import { unexpectedReply } from './replies.js';
 const maxTurnsPerCall = 256;
 
 /** The replies of lua/projection-apply-turns.lua per turn (its header lists them). */
-const applyReply = { applied: 1, redelivered: 2, seqGap: -1, conflict: -2, regression: -3 } as const;
+const applyReply = { applied: 1, redelivered: 2, seqGap: -1, conflict: -2 } as const;
 
 /** A turn as read from turns.l0: the event and where it lives. */
 export interface PositionedTurn {
@@ -85,7 +87,12 @@ export function queueApply(
       sessions.set(id, session);
       calls.push(session);
     }
-    session.args.push(String(turn.seq), turn.turnId, `${partition}:${offset}`, String(plan.args.length));
+    session.args.push(
+      String(turn.seq),
+      turnContentHash(turn),
+      `${partition}:${offset}`,
+      String(plan.args.length),
+    );
     for (const arg of plan.args) session.args.push(arg);
     slots.push({ order: session.order, index: session.count++ });
   }
@@ -247,15 +254,8 @@ function readRefusal(turn: TurnEvent, reply: unknown[], status: number): ApplyRe
       return {
         ok: false,
         seq,
-        reason: 'seq_duplicate_conflict',
-        message: `seq ${seq} was applied as turn ${String(reply[2])}, not ${turn.turnId}`,
-      };
-    case applyReply.regression:
-      return {
-        ok: false,
-        seq,
-        reason: 'seq_regression',
-        message: `seq ${seq} is behind ${Number(reply[1])} and was applied as turn ${String(reply[2])}, not ${turn.turnId}`,
+        reason: 'conflicting_redelivery',
+        message: conflictMessage(seq, String(reply[2]), turnContentHash(turn)),
       };
     default:
       throw unexpectedReply('projection-apply-turns', reply);

@@ -57,7 +57,7 @@ describe('projection keys', () => {
     const all = layouts.flatMap((l) => [l.epochKey, l.lockKey, ...l.sessionPatterns]);
     expect(new Set(all).size).toBe(all.length);
     expect(layouts.map((l) => l.epochKey)).toEqual([
-      'p:proj:epoch',
+      'p:proj:epoch:2',
       'p:frames:epoch:2',
       'p:resume:epoch:2',
       'p:cmp:g1:x:epoch',

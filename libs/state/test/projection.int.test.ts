@@ -95,7 +95,8 @@ async function expectSameState(
 }
 
 /**
- * A hostile delivery of a session: redeliveries, conflicting and regressing copies, a gap now and then,
+ * A hostile delivery of a session: redeliveries (some under another turnId), copies with other content
+ * (the latest seq or an earlier one), a gap now and then,
  * and bad changes (closing unknown items, closing twice, opening twice, empty ids, unknown symbols).
  */
 function hostile(turns: readonly TurnEvent[], random: () => number, gaps: boolean): TurnEvent[] {
@@ -155,10 +156,15 @@ function hostile(turns: readonly TurnEvent[], random: () => number, gaps: boolea
     seen.push(next);
     const again = random();
     if (again < 0.05) out.push(next);
-    else if (again < 0.08) out.push({ ...next, turnId: `${next.turnId}-other` });
+    // Resent under another id and time: the same content, a redelivery.
+    else if (again < 0.065)
+      out.push({ ...next, turnId: `${next.turnId}-resent`, timestamp: next.timestamp + 1 });
+    else if (again < 0.08) out.push({ ...next, turnId: `${next.turnId}-other`, content: `${next.content}!` });
     else if (again < 0.1 && seen.length > 2) {
       const earlier = seen[Math.floor(random() * (seen.length - 1))]!;
-      out.push(random() < 0.5 ? earlier : { ...earlier, turnId: `${earlier.turnId}-rewritten` });
+      out.push(
+        random() < 0.5 ? earlier : { ...earlier, changes: [], content: `${earlier.content} (rewritten)` },
+      );
     }
   }
   return out;

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { sessionKey } from '@tidemark/contract';
-import { generateSession, type StateChange, type TurnEvent } from '@tidemark/core';
+import { generateSession, turnContentHash, type StateChange, type TurnEvent } from '@tidemark/core';
 import { Projection } from '@tidemark/state';
 import { redisClient, uniqueName } from '@tidemark/test-infra';
 import { describe, expect, it } from 'vitest';
@@ -144,14 +144,18 @@ describe('materializer', () => {
 
     const gap = base('gap', 8).filter((t) => t.seq !== 6); // 7 and 8 arrive after 5
     const conflict = base('conflict', 8);
-    conflict.splice(5, 0, { ...conflict[4]!, turnId: 'another-turn-5' }); // seq 5 again, another turn
+    const rewritten5 = { ...conflict[4]!, turnId: 'another-turn-5', content: 'rewritten' };
+    conflict.splice(5, 0, rewritten5); // seq 5 again, other content
     const regression = base('regression', 7);
-    regression.splice(6, 0, { ...regression[2]!, turnId: 'rewritten-3' }); // seq 3 after 6
+    regression.splice(6, 0, { ...regression[2]!, turnId: 'rewritten-3', content: 'rewritten' }); // seq 3 after 6
+    // seq 4 again under another turnId and timestamp, the same content: a redelivery, no dead letter.
+    const resent = base('resent', 6);
+    resent.splice(4, 0, { ...resent[3]!, turnId: 'resent-4', timestamp: resent[3]!.timestamp + 1 });
     const unknown = base('unknown', 6);
     unknown[4] = { ...unknown[4]!, changes: [...unknown[4]!.changes, ghost] }; // seq 5 closes a call never opened
     const after = base('after', 30); // a good session behind them all
 
-    const turns = [...gap, ...conflict, ...regression, ...unknown, ...after];
+    const turns = [...gap, ...conflict, ...resent, ...regression, ...unknown, ...after];
     await h.publish(turns);
     await h.startMaterializer();
     await h.waitForWatermarks(expectedWatermarks(turns));
@@ -174,8 +178,14 @@ describe('materializer', () => {
       letter('seq_gap', 'seq 7 after 5: 1 turn(s) missing'),
       letter('seq_gap', 'seq 8 after 5: 2 turn(s) missing'),
     ]);
-    expect(of('conflict')).toEqual([letter('seq_duplicate_conflict', 'not another-turn-5')]);
-    expect(of('regression')).toEqual([letter('seq_regression', 'seq 3 is behind 6')]);
+    expect(of('conflict')).toEqual([
+      letter(
+        'conflicting_redelivery',
+        `seq 5 was applied with content ${turnContentHash(conflict[4]!)}; this turn's content is ${turnContentHash(rewritten5)} (the first is kept)`,
+      ),
+    ]);
+    expect(of('regression')).toEqual([letter('conflicting_redelivery', 'seq 3 was applied with content ')]);
+    expect(of('resent')).toEqual([]);
     expect(of('unknown')).toEqual([letter('unknown_item', 'item call-never was never opened')]);
 
     // Each dead letter carries the original record: its bytes, and where it was (the session's partition).
@@ -188,8 +198,13 @@ describe('materializer', () => {
 
     const broken = async (sessionId: string) => (await h.projection.watermark('tenant-a', sessionId)).broken;
     expect(await broken('gap')).toEqual({ seq: 7, reason: 'seq_gap' });
-    expect(await broken('conflict')).toEqual({ seq: 5, reason: 'seq_duplicate_conflict' });
-    expect(await broken('regression')).toEqual({ seq: 3, reason: 'seq_regression' });
+    expect(await broken('conflict')).toEqual({ seq: 5, reason: 'conflicting_redelivery' });
+    expect(await broken('regression')).toEqual({ seq: 3, reason: 'conflicting_redelivery' });
+    expect(await broken('resent')).toBeNull();
+    // The first turn 5 is kept: its position is the first record's, not the rewritten one just before 6.
+    const kept = await h.projection.l0Position('tenant-a', 'conflict', 5);
+    const next = await h.projection.l0Position('tenant-a', 'conflict', 6);
+    expect(Number(kept!.offset)).toBe(Number(next!.offset) - 2);
     expect(await broken('unknown')).toEqual({ seq: 5, reason: 'unknown_item' });
     expect(await broken('after')).toBeNull();
 

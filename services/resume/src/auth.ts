@@ -53,6 +53,9 @@ export function readTokenFile(path: string): TokenEntry[] {
   return parsed.data.map((e) => ({ tenantId: e.tenantId, digest: Buffer.from(e.tokenSha256, 'hex') }));
 }
 
+/** The longest Authorization header read (a token is 32 to a few hundred characters). */
+const maxAuthorizationLength = 4096;
+
 export class TokenVerifier {
   private readonly entries: readonly TokenEntry[];
 
@@ -67,6 +70,8 @@ export class TokenVerifier {
   /** Authenticates an Authorization header value (`Bearer <token>`). */
   authenticate(header: string | undefined): Authentication {
     if (header === undefined || header.length === 0) return { ok: false, reason: 'missing' };
+    // Far longer than any token: refused before it is hashed.
+    if (header.length > maxAuthorizationLength) return { ok: false, reason: 'malformed' };
     const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
     if (match === null) return { ok: false, reason: 'malformed' };
     const presented = createHash('sha256').update(match[1]!, 'utf8').digest();

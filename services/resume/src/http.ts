@@ -1,4 +1,5 @@
-import { TidemarkCoreError } from '@tidemark/core';
+import { sessionKey, sha256Hex, TidemarkCoreError } from '@tidemark/core';
+import { maxParamLength } from '@tidemark/service';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { TokenVerifier } from './auth.js';
@@ -9,7 +10,8 @@ import openapi from '../openapi.json' with { type: 'json' };
 
 // The resume HTTP API. The tenant is in the path and must be the token's own: a token of tenant A asking
 // for tenant B gets 403 before anything is looked up, so whether B has such a session never shows.
-// Error bodies are `{ code, message }` and never echo a tenant or session id.
+// Error bodies are `{ code, message }` and never echo a tenant or session id; logs name a session by a
+// digest of its key, never by its ids, and never hold a token.
 
 type ApiErrorCode = ResumeRefusal | 'unauthorized' | 'forbidden' | 'unavailable' | 'internal' | 'bad_request';
 
@@ -43,7 +45,22 @@ function fail(reply: FastifyReply, code: ApiErrorCode, message: string): Fastify
   return reply.code(statusOf[code]).send({ code, message });
 }
 
-const idPattern = /^[\w.:@-]{1,256}$/;
+/**
+ * What the API takes: a session id of any characters but control ones, percent-encoded in the path, of at
+ * most maxIdLength characters decoded (the pipeline's keys escape whatever an id holds, so the API need
+ * not narrow it); path parameters up to maxParamLength encoded (the host's router refuses longer ones
+ * with a 404 before any handler).
+ */
+export const httpLimits = { maxIdLength: 512, maxParamLength } as const;
+
+// eslint-disable-next-line no-control-regex -- control characters are exactly what an id may not hold
+const controlCharacters = /[\u0000-\u001f\u007f]/;
+const validId = (id: string): boolean =>
+  id.length > 0 && id.length <= httpLimits.maxIdLength && !controlCharacters.test(id);
+
+/** What the log says of a session: a digest that correlates lines, never the ids themselves. */
+const sessionRef = (tenantId: string, sessionId: string): string =>
+  sha256Hex(sessionKey(tenantId, sessionId)).slice(0, 16);
 
 export function registerResumeRoutes(
   http: FastifyInstance,
@@ -79,7 +96,7 @@ export function registerResumeRoutes(
       const { tenantId, sessionId } = request.params;
       if (auth.tenantId !== tenantId)
         return fail(reply, 'forbidden', "the token may not read this tenant's sessions");
-      if (!idPattern.test(sessionId)) return fail(reply, 'bad_request', 'the session id is not valid');
+      if (!validId(sessionId)) return fail(reply, 'bad_request', 'the session id is not valid');
       const format = request.query.format ?? 'tidemark';
       if (!isResumeFormat(format))
         return fail(reply, 'bad_request', `format must be one of ${resumeFormats.join(', ')}`);
@@ -89,14 +106,14 @@ export function registerResumeRoutes(
         return reply.code(200).send(outcome.body);
       } catch (error) {
         if (error instanceof ResumeUnavailableError) {
-          logger.warn({ err: error, tenantId, sessionId }, `${action} unavailable`);
+          logger.warn({ err: error, session: sessionRef(tenantId, sessionId) }, `${action} unavailable`);
           return fail(
             reply,
             'unavailable',
             'a dependency of the resume service is unavailable; retry shortly',
           );
         }
-        logger.error({ err: error, tenantId, sessionId }, `${action} failed`);
+        logger.error({ err: error, session: sessionRef(tenantId, sessionId) }, `${action} failed`);
         const message =
           error instanceof TidemarkCoreError ? 'the resume state is inconsistent' : 'internal error';
         return fail(reply, 'internal', message);

@@ -25,10 +25,12 @@ export interface DeadLetter {
    * empty_value: no value (a tombstone or zero bytes). missing_ids: a required id is empty.
    * invalid_event: a field is out of range (seq below 1, negative token count, superseded without
    * supersededBy, another session's turn). oversize: larger than the configured bound. seq_gap: a
-   * seq past the next one. seq_duplicate_conflict: the session's latest seq again with another
-   * turnId. seq_regression: an earlier seq with another turnId. unknown_item: a close for an item
-   * never opened. duplicate_item: an item id opened twice. item_not_open: a close for an item that
-   * already ended.
+   * seq past the next one. seq_duplicate_conflict and seq_regression: no longer written
+   * (conflicting_redelivery replaced both); kept so that older dead letters still read.
+   * conflicting_redelivery: a seq already applied, again with other content (the turn's content
+   * hash, turnId and timestamp aside), whatever the turnId; the message has both hashes, and the
+   * first turn is kept. unknown_item: a close for an item never opened. duplicate_item: an item id
+   * opened twice. item_not_open: a close for an item that already ended.
    */
   readonly reason: DeadLetterReason;
   /** A human-readable account of what was wrong. */
@@ -43,7 +45,7 @@ export interface DeadLetter {
 }
 
 /** Why an input could not be processed. A closed list: consumers may switch on it. */
-export type DeadLetterReason = 'not_avro' | 'wrong_magic_byte' | 'unknown_schema_id' | 'unexpected_schema' | 'decode_failed' | 'empty_value' | 'missing_ids' | 'invalid_event' | 'oversize' | 'seq_gap' | 'seq_duplicate_conflict' | 'seq_regression' | 'unknown_item' | 'duplicate_item' | 'item_not_open';
+export type DeadLetterReason = 'not_avro' | 'wrong_magic_byte' | 'unknown_schema_id' | 'unexpected_schema' | 'decode_failed' | 'empty_value' | 'missing_ids' | 'invalid_event' | 'oversize' | 'seq_gap' | 'seq_duplicate_conflict' | 'seq_regression' | 'unknown_item' | 'duplicate_item' | 'item_not_open' | 'conflicting_redelivery';
 
 /** Every DeadLetterReason, in schema order. */
-export const DeadLetterReasonSymbols: readonly DeadLetterReason[] = ['not_avro', 'wrong_magic_byte', 'unknown_schema_id', 'unexpected_schema', 'decode_failed', 'empty_value', 'missing_ids', 'invalid_event', 'oversize', 'seq_gap', 'seq_duplicate_conflict', 'seq_regression', 'unknown_item', 'duplicate_item', 'item_not_open'];
+export const DeadLetterReasonSymbols: readonly DeadLetterReason[] = ['not_avro', 'wrong_magic_byte', 'unknown_schema_id', 'unexpected_schema', 'decode_failed', 'empty_value', 'missing_ids', 'invalid_event', 'oversize', 'seq_gap', 'seq_duplicate_conflict', 'seq_regression', 'unknown_item', 'duplicate_item', 'item_not_open', 'conflicting_redelivery'];
