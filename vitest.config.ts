@@ -4,6 +4,21 @@ import { defineConfig } from 'vitest/config';
 // Integration tests (`*.int.test.ts`, `test/e2e/**`) run against the real Kafka, registry and Redis,
 // brought up once by the global setup and handed to tests through `inject`.
 const sources = ['libs/*/test/**', 'services/*/test/**', 'test/**'];
+// The fault runs: each kills, freezes or floods a dependency and loads the machine (a second broker's JVM,
+// four services at full rate) for a minute. Run beside other files on two cores, they starved the shared
+// schema registry (its kafkasql consumer missed its poll interval and answered nothing for ~50 s), and
+// whatever started a pipeline then timed out. They run last, one at a time, with nothing beside them.
+const faultRuns = [
+  'test/e2e/broker-faults.test.ts',
+  'test/e2e/redis-loss.test.ts',
+  'test/e2e/chaos.test.ts',
+  'test/e2e/determinism.test.ts',
+];
+const integration = {
+  globalSetup: ['test/infra/global-setup.ts'],
+  testTimeout: 120_000,
+  hookTimeout: 180_000,
+};
 
 export default defineConfig({
   test: {
@@ -22,12 +37,19 @@ export default defineConfig({
           name: 'integration',
           sequence: { groupOrder: 1 },
           include: [...sources.map((s) => `${s}/*.int.test.ts`), 'test/e2e/**/*.test.ts'],
-          exclude: ['**/node_modules/**'],
-          globalSetup: ['test/infra/global-setup.ts'],
-          testTimeout: 120_000,
-          hookTimeout: 180_000,
+          exclude: ['**/node_modules/**', ...faultRuns],
+          ...integration,
           // Integration tests share one broker on a 2-core machine; a few files at a time is faster than many.
           maxWorkers: 2,
+        },
+      },
+      {
+        test: {
+          name: 'faults',
+          sequence: { groupOrder: 2 },
+          include: faultRuns,
+          ...integration,
+          maxWorkers: 1,
         },
       },
     ],

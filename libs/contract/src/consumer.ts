@@ -54,6 +54,19 @@ export interface ConsumeOptions<R extends TopicRole> {
    * (kafkajs default 30 s; the broker's floor is 6 s). A restarted service resumes after at most this.
    */
   sessionTimeout?: number;
+  /**
+   * Where this consumer's group membership is remembered across restarts of a stable instance (what
+   * Kafka's group.instance.id gives other clients): before joining, the member a previous run left
+   * behind (SIGKILLed, it could not leave) leaves, so the group rebalances at once rather than after
+   * that member's session; every member joined as is recorded.
+   */
+  membership?: MemberLedger;
+}
+
+/** A stable instance's last group member id (see ConsumeOptions.membership). */
+export interface MemberLedger {
+  previous(): Promise<string | null>;
+  record(memberId: string): Promise<void>;
 }
 
 export interface EventConsumer {
@@ -90,6 +103,18 @@ export interface ConsumerHost {
 const restartBackoffMs = { initial: 250, max: 30_000 };
 /** While crashed and rejoined, how often (at most) the consumer asks for its lag to see if it is caught up. */
 const caughtUpProbeMs = 1_000;
+
+/** How long a restarted instance tries to leave as its previous member before joining anyway. */
+const leavePreviousMs = 5_000;
+
+/** The promise's outcome, or a rejection once `ms` have passed. */
+function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
 
 /** How long a crashed member's leave is retried while the broker is away (see BusConsumer's release). */
 const releaseGiveUpMs = 10 * 60_000;
@@ -146,6 +171,14 @@ export class BusConsumer<R extends TopicRole> implements EventConsumer {
     consumer.on(GROUP_JOIN, (event) => {
       this.#joined = true;
       this.#memberId = event.payload.memberId;
+      this.#options.membership
+        ?.record(event.payload.memberId)
+        .catch((error: unknown) =>
+          this.#bus.logger?.debug(
+            { err: error, groupId: this.#options.groupId },
+            'recording the member failed',
+          ),
+        );
       // A partition that failed here and now belongs to another member is that member's to retry.
       const assigned = new Set(event.payload.memberAssignment[this.#topic] ?? []);
       for (const partition of this.#failing) if (!assigned.has(partition)) this.#failing.delete(partition);
@@ -178,6 +211,7 @@ export class BusConsumer<R extends TopicRole> implements EventConsumer {
       if (!restart && !this.#stopping) this.#scheduleRestart();
     });
     try {
+      await this.#leavePrevious();
       await consumer.connect();
       await consumer.subscribe({ topic: this.#topic, fromBeginning: this.#options.fromBeginning ?? true });
       await consumer.run(this.#runConfig());
@@ -208,6 +242,29 @@ export class BusConsumer<R extends TopicRole> implements EventConsumer {
         }
       },
     };
+  }
+
+  /**
+   * Leaves the group as the member a previous run of this instance joined as, if the ledger has one and
+   * the group still does (UNKNOWN_MEMBER_ID: it left, or its session ended). Best effort and bounded:
+   * joining goes ahead whatever happens here, at worst waiting out the old member's session as before.
+   */
+  async #leavePrevious(): Promise<void> {
+    const ledger = this.#options.membership;
+    if (ledger === undefined) return;
+    const { groupId } = this.#options;
+    try {
+      const previous = await withDeadline(ledger.previous(), leavePreviousMs);
+      if (previous === null) return;
+      await withDeadline(this.#bus.leaveGroupAs(groupId, previous), leavePreviousMs);
+      this.#bus.logger?.info(
+        { groupId, memberId: previous },
+        "left the group as this instance's previous member: the group rebalances without waiting out its session",
+      );
+    } catch (error) {
+      if ((error as { type?: string }).type === 'UNKNOWN_MEMBER_ID') return;
+      this.#bus.logger?.debug({ err: error, groupId }, "leaving as this instance's previous member failed");
+    }
   }
 
   /**

@@ -45,6 +45,13 @@ export const commonConfig = {
    * (a frozen broker or Redis answers nothing and closes nothing) makes /readyz answer 503, naming it.
    */
   DEPENDENCY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
+  /**
+   * A name for this process that stays the same across its restarts (a pod name, `materializer-1`), like
+   * Kafka's group.instance.id: a restarted instance leaves its group as the member its killed
+   * predecessor left behind, so its partitions move at once rather than after a session timeout. Unset:
+   * every start is a new member. Two live processes must not share one.
+   */
+  INSTANCE_ID: z.string().min(1).optional(),
 } as const;
 
 /**

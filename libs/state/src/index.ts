@@ -8,6 +8,7 @@ export { StateError } from './errors.js';
 export { type SessionRef } from './keys.js';
 export { withRebuildLock } from './store-lifecycle.js';
 export { WindowMovedError, WindowsLostError, WindowStore, type WindowUpdate } from './windows.js';
+export { membershipOption } from './members.js';
 export { PlanStore, type PlanWrite } from './plans.js';
 export {
   FrameStore,

@@ -178,3 +178,8 @@ export function lookupMemberFact(member: string): string {
   const keyLength = Number(member.slice(0, 10));
   return member.slice(10 + keyLength + 16 + 6 + 1);
 }
+
+/** A stable service instance's last group member id (members.ts): `<prefix>member:<group>:<instance>`. */
+export function memberKey(prefix: string, groupId: string, instanceId: string): string {
+  return `${prefix}member:${groupId}:${instanceId}`;
+}

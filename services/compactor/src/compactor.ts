@@ -18,7 +18,13 @@ import {
   type Service,
   type ServicePhase,
 } from '@tidemark/service';
-import { Projection, WindowMovedError, WindowsLostError, WindowStore } from '@tidemark/state';
+import {
+  membershipOption,
+  Projection,
+  WindowMovedError,
+  WindowsLostError,
+  WindowStore,
+} from '@tidemark/state';
 import { Redis } from 'ioredis';
 import type { Admin } from 'kafkajs';
 import { policiesOf, type CompactorConfig } from './config.js';
@@ -64,6 +70,14 @@ export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compa
       groupId: config.GROUP_ID,
       role: 'turns',
       sessionTimeout: config.CONSUMER_SESSION_TIMEOUT_MS,
+      ...(redis === null
+        ? {}
+        : membershipOption(redis, {
+            prefix: config.REDIS_PREFIX,
+            groupId: config.GROUP_ID,
+            service: 'compactor',
+            instanceId: config.INSTANCE_ID,
+          })),
       // Partitions hold disjoint sessions: their batches overlap each other's round trips.
       partitionsConsumedConcurrently: config.COMPACTOR_PARTITIONS_CONCURRENTLY,
       // Redis away: its outage is told once (logRedisOutages); the batch is redelivered.

@@ -21,7 +21,7 @@ import {
   type Service,
   type ServiceState,
 } from '@tidemark/service';
-import { Projection } from '@tidemark/state';
+import { membershipOption, Projection } from '@tidemark/state';
 import { Redis } from 'ioredis';
 import type { Admin } from 'kafkajs';
 import type { MaterializerConfig } from './config.js';
@@ -261,6 +261,12 @@ class MaterializerService implements Materializer {
       fromBeginning: true,
       partitionsConsumedConcurrently: this.#config.PARTITIONS_CONSUMED_CONCURRENTLY,
       sessionTimeout: this.#config.CONSUMER_SESSION_TIMEOUT_MS,
+      ...membershipOption(this.#redis, {
+        prefix: this.#config.REDIS_PREFIX,
+        groupId: this.#config.MATERIALIZER_GROUP_ID,
+        service: 'materializer',
+        instanceId: this.#config.INSTANCE_ID,
+      }),
       // Redis away: its outage is told once (logRedisOutages); the batch is redelivered.
       reportedBy: isRedisOutageError,
       onBatch: (records) => this.#onBatch(records),

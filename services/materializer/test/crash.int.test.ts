@@ -128,4 +128,30 @@ describe('materializer process', () => {
     );
     expect(h.deadLetters).toEqual([]);
   });
+
+  it('restarted under the same INSTANCE_ID after a SIGKILL, consumes again within seconds, not after its 30 s session', async () => {
+    const h = await harness();
+    const turns = generateSession(901, { turns: 40, sessionId: 'recovery', activity: 0.5 });
+    const env = { ...h.env, INSTANCE_ID: 'materializer-1', CONSUMER_SESSION_TIMEOUT_MS: '30000' };
+    await h.projection.applyBatch([]);
+    await h.publish(turns.slice(0, 20));
+    const first = startProcess(env);
+    await h.waitForWatermarks(expectedWatermarks(turns.slice(0, 20)), 60_000);
+    first.kill('SIGKILL');
+    await exited(first);
+
+    await h.publish(turns.slice(20));
+    const restarted = Date.now();
+    const second = startProcess(env);
+    await h.waitForWatermarks(expectedWatermarks(turns), 60_000);
+    const recovery = Date.now() - restarted;
+    console.log(
+      `materializer SIGKILLed and restarted: consuming again ${(recovery / 1000).toFixed(1)} s after the restart`,
+    );
+    // Without leaving as its predecessor the group would hold the partitions until that member's session
+    // (30 s from its last heartbeat) ran out; a start takes a few seconds of its own.
+    expect(recovery).toBeLessThan(15_000);
+    second.kill('SIGTERM');
+    await exited(second);
+  });
 });

@@ -6,7 +6,7 @@ import {
   type EventProducer,
   type RawRecord,
 } from '@tidemark/contract';
-import { FrameStore, Projection } from '@tidemark/state';
+import { FrameStore, membershipOption, Projection } from '@tidemark/state';
 import {
   connectionChecks,
   hostedBy,
@@ -117,6 +117,12 @@ export function create(config: ValidatorConfig, deps: ValidatorDeps = {}): Valid
         // Partitions hold disjoint sessions: one waiting on a lagging session does not hold up the others.
         partitionsConsumedConcurrently: config.PARTITIONS_CONCURRENTLY,
         sessionTimeout: config.SESSION_TIMEOUT_MS,
+        ...membershipOption(redis, {
+          prefix: config.REDIS_PREFIX,
+          groupId: config.VALIDATOR_GROUP_ID,
+          service: 'validator',
+          instanceId: config.INSTANCE_ID,
+        }),
         // Redis away: its outage is told once, by logRedisOutages; a refused frame write (told of as
         // "frame write refused") is a retriable error the bus redelivers quietly by itself.
         reportedBy: isRedisOutageError,
