@@ -61,7 +61,7 @@ export interface Readiness {
  * token in a request never comes back in a response.
  */
 export function httpServer(): FastifyInstance {
-  const http = fastify({ logger: false, maxParamLength });
+  const http = fastify({ logger: false, routerOptions: { maxParamLength } });
   http.setNotFoundHandler((_request, reply) =>
     reply.code(404).send({ code: 'not_found', message: 'no such route' }),
   );

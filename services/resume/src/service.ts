@@ -11,7 +11,7 @@ import {
   type ServiceHost,
   type ServicePhase,
 } from '@tidemark/service';
-import { PlanStore } from '@tidemark/state';
+import { membershipOption, PlanStore } from '@tidemark/state';
 import { Redis } from 'ioredis';
 import { TokenVerifier, tokensFromConfig, type TokenEntry } from './auth.js';
 import { ResumeUnavailableError } from './outcomes.js';
@@ -91,6 +91,15 @@ export function create(config: ResumeConfig, deps: ResumeDeps = {}): ResumeServi
       metrics,
       cacheSessions: config.RESUME_CACHE_SESSIONS,
       sessionTimeoutMs: config.CONSUMER_SESSION_TIMEOUT_MS,
+      membershipOf: (groupId) =>
+        redis === null
+          ? {}
+          : membershipOption(redis, {
+              prefix: config.REDIS_PREFIX,
+              groupId,
+              service: 'resume',
+              instanceId: config.INSTANCE_ID,
+            }),
     });
     await worker.start();
   };

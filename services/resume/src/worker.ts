@@ -1,6 +1,6 @@
 import type { Compaction, MarkerDecision } from '@tidemark/core';
 import type { Bus, DecodedRecord, EventConsumer } from '@tidemark/contract';
-import { sessionKeyOf, type PlanStore, type PlanWrite } from '@tidemark/state';
+import { sessionKeyOf, type membershipOption, type PlanStore, type PlanWrite } from '@tidemark/state';
 import { isRedisOutageError } from '@tidemark/service';
 import type { Logger } from 'pino';
 import type { ResumeMetrics } from './metrics.js';
@@ -28,6 +28,8 @@ export interface ResumeWorkerOptions {
   readonly cacheSessions?: number;
   /** How long the group waits for a silent member (a killed worker) before moving its partitions. */
   readonly sessionTimeoutMs?: number;
+  /** The membership option of a group's consumer (a stable INSTANCE_ID's; see ConsumeOptions). */
+  readonly membershipOf?: (groupId: string) => ReturnType<typeof membershipOption>;
 }
 
 interface Cached {
@@ -62,6 +64,7 @@ export class ResumeWorker {
       ...(this.#options.sessionTimeoutMs === undefined
         ? {}
         : { sessionTimeout: this.#options.sessionTimeoutMs }),
+      ...this.#options.membershipOf?.(this.#options.groupId),
       reportedBy: isRedisOutageError,
       onBatch: (records) => this.applyMarkers(records),
     });
@@ -72,6 +75,7 @@ export class ResumeWorker {
       ...(this.#options.sessionTimeoutMs === undefined
         ? {}
         : { sessionTimeout: this.#options.sessionTimeoutMs }),
+      ...this.#options.membershipOf?.(`${this.#options.groupId}-nodes`),
       reportedBy: isRedisOutageError,
       onBatch: (records) => this.storeNodes(records),
     });
