@@ -31,8 +31,10 @@ export interface SessionState {
   readonly appliedSeq: number;
   /** No compaction the applied turns make due is undecided. */
   readonly settled: boolean;
-  /** Non-null when the session is stuck at `seq` (a refused turn): republish from there. */
+  /** Non-null when a turn was refused or a change skipped at `seq`: nothing from there on is trusted. */
   readonly broken: { readonly seq: number; readonly reason: string } | null;
+  /** Non-null while the session waits for the turn at `expectedSeq` (refused, or never came): publish it. */
+  readonly stalled: { readonly expectedSeq: number; readonly since: string | null } | null;
   readonly [field: string]: unknown;
 }
 
@@ -94,6 +96,8 @@ export async function connectTidemark(options: TidemarkClientOptions): Promise<T
   const base = `${options.resumeUrl.replace(/\/+$/, '')}/v1/sessions/${encodeURIComponent(tenantId)}`;
   /** The last seq this client sent, per session: turns past it are the ones to publish. */
   const sent = new Map<string, number>();
+  /** The first seq this client sent, per session: it sent every seq from there to `sent` (no gaps). */
+  const firstSent = new Map<string, number>();
 
   const get = async (path: string): Promise<{ status: number; body: unknown }> => {
     const response = await fetch(`${base}/${path}`, {
@@ -115,7 +119,10 @@ export async function connectTidemark(options: TidemarkClientOptions): Promise<T
 
   const publish = async (turns: readonly TurnEvent[]): Promise<void> => {
     await publisher.publishTurns(turns);
-    for (const turn of turns) sent.set(turn.sessionId, Math.max(sent.get(turn.sessionId) ?? 0, turn.seq));
+    for (const turn of turns) {
+      sent.set(turn.sessionId, Math.max(sent.get(turn.sessionId) ?? 0, turn.seq));
+      firstSent.set(turn.sessionId, Math.min(firstSent.get(turn.sessionId) ?? turn.seq, turn.seq));
+    }
   };
 
   return {
@@ -136,10 +143,17 @@ export async function connectTidemark(options: TidemarkClientOptions): Promise<T
       for (;;) {
         const state = await session(sessionId);
         if (state !== null && state.appliedSeq >= lastSeq && state.settled) return state;
-        // Stuck before lastSeq: waiting longer cannot help.
-        if (state?.broken != null && state.broken.seq <= lastSeq) {
+        // Waiting for a turn at or before lastSeq that was refused or never came, and that this client
+        // has not sent (one it sent is on its way): waiting longer cannot help.
+        const expected = state?.stalled?.expectedSeq;
+        const onItsWay =
+          expected !== undefined &&
+          (firstSent.get(sessionId) ?? Infinity) <= expected &&
+          expected <= (sent.get(sessionId) ?? 0);
+        if (state?.stalled != null && state.stalled.expectedSeq <= lastSeq && !onItsWay) {
+          const why = state.broken === null ? '' : ` (${state.broken.reason} at seq ${state.broken.seq})`;
           throw new TidemarkClientError(
-            `${tenantId}/${sessionId} is stuck at seq ${state.broken.seq} (${state.broken.reason}): republish from there`,
+            `${tenantId}/${sessionId} is waiting for seq ${state.stalled.expectedSeq}${why}${state.stalled.since === null ? '' : ` since ${state.stalled.since}`}: publish it (again) and what follows`,
             409,
           );
         }

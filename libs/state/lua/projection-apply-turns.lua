@@ -9,7 +9,7 @@
   last. The caller has already run the stateless checks (ids present, symbols known) and builds every
   stored value; this script only decides what depends on the stored state.
 
-  KEYS[1]  meta     hash  applied (watermark), brokenSeq, brokenReason
+  KEYS[1]  meta     hash  applied (watermark), brokenSeq, brokenReason, brokenAt (ms, Redis TIME)
   KEYS[2]  turns    hash  seq -> the turn's content hash (tells a redelivery from a conflict)
   KEYS[3]  pos      hash  seq -> "partition:offset" in turns.l0
   KEYS[4]  items    hash  itemId -> item JSON, as opened
@@ -53,7 +53,9 @@ local function applyTurn(seqText, hashArg, position, first, last)
   local function markBroken(reason)
     local current = redis.call('HGET', KEYS[1], 'brokenSeq')
     if not current or seq < tonumber(current) then
-      redis.call('HSET', KEYS[1], 'brokenSeq', seqText, 'brokenReason', reason)
+      local now = redis.call('TIME')
+      local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+      redis.call('HSET', KEYS[1], 'brokenSeq', seqText, 'brokenReason', reason, 'brokenAt', tostring(ms))
     end
   end
 

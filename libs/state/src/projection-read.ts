@@ -26,10 +26,22 @@ export interface BrokenMark {
   readonly reason: DeadLetterReason;
 }
 
+/**
+ * A session that cannot go on: a turn past the watermark was refused (a gap before it, or the turn
+ * itself), so no later turn applies until the turn at expectedSeq arrives (again). `since`: when it was
+ * refused (ISO 8601, Redis's clock), null for a mark written before the time was kept.
+ */
+export interface Stall {
+  readonly expectedSeq: number;
+  readonly since: string | null;
+}
+
 export interface Watermark {
   /** Every turn up to this seq, and none after, is applied (0 before the first). */
   readonly appliedSeq: number;
   readonly broken: BrokenMark | null;
+  /** Set while the broken mark is past the watermark: the session waits for a turn. */
+  readonly stalled: Stall | null;
   /** The turns.l0 position of the turn at appliedSeq; null before the first turn. */
   readonly offsets: L0Position | null;
 }
@@ -154,13 +166,29 @@ function itemAsOf(itemJson: Nullable, endJson: Nullable, toSeq: number): ItemFac
 }
 
 export function readWatermark(raw: unknown[]): Watermark {
-  const [applied, brokenSeq, brokenReason, position] = raw as [number, Nullable, Nullable, Nullable];
+  const [applied, brokenSeq, brokenReason, position, brokenAt] = raw as [
+    number,
+    Nullable,
+    Nullable,
+    Nullable,
+    Nullable,
+  ];
+  const appliedSeq = Number(applied);
+  const broken =
+    brokenSeq === null || brokenSeq === undefined
+      ? null
+      : { seq: Number(brokenSeq), reason: brokenReason as DeadLetterReason };
   return {
-    appliedSeq: Number(applied),
-    broken:
-      brokenSeq === null || brokenSeq === undefined
+    appliedSeq,
+    broken,
+    stalled:
+      broken === null || broken.seq <= appliedSeq
         ? null
-        : { seq: Number(brokenSeq), reason: brokenReason as DeadLetterReason },
+        : {
+            expectedSeq: appliedSeq + 1,
+            since:
+              brokenAt === null || brokenAt === undefined ? null : new Date(Number(brokenAt)).toISOString(),
+          },
     offsets: parsePosition(position ?? null),
   };
 }

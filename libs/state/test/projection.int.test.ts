@@ -286,6 +286,29 @@ describe('Projection', () => {
     expect(redelivered!.result).toEqual({ ok: true, seq: 2, duplicate: true, rejected: [] });
     expect(redelivered!.skipped).toEqual(applied!.skipped);
     expect((await store.watermark('tenant-a', 'skips')).broken).toEqual({ seq: 2, reason: 'unknown_item' });
+    // A skipped change broke the session but did not stop it: nothing is awaited.
+    expect((await store.watermark('tenant-a', 'skips')).stalled).toBeNull();
+  });
+
+  it('says a session stalls on a gap: the seq it waits for and since when, until that turn comes (again)', async () => {
+    const { projection: store } = projection();
+    const turns = generateSession(13, { turns: 6, sessionId: 'gap' });
+    await store.applyBatch(positioned(turns.slice(0, 3)));
+    const before = Date.now();
+    await store.applyBatch(positioned(turns.slice(4))); // 4 never came: 5 and 6 are refused
+    const stalled = (await store.watermark('tenant-a', 'gap')).stalled;
+    expect(stalled).toEqual({ expectedSeq: 4, since: expect.any(String) as unknown });
+    expect(Date.parse(stalled!.since!)).toBeGreaterThanOrEqual(before - 1_000);
+    // 4 arrives: the session now waits for 5, refused earlier, since the same moment.
+    await store.applyBatch(positioned([turns[3]!]));
+    expect((await store.watermark('tenant-a', 'gap')).stalled).toEqual({
+      expectedSeq: 5,
+      since: stalled!.since,
+    });
+    // 5 and 6 published again: it goes on; the broken mark stays, the stall is over.
+    await store.applyBatch(positioned(turns.slice(4)));
+    const after = await store.watermark('tenant-a', 'gap');
+    expect(after).toMatchObject({ appliedSeq: 6, broken: { seq: 5, reason: 'seq_gap' }, stalled: null });
   });
 
   it('records where each turn lives in turns.l0, and the watermark', async () => {
@@ -297,9 +320,15 @@ describe('Projection', () => {
     expect(await store.watermark('tenant-a', 'pos')).toEqual({
       appliedSeq: 5,
       broken: null,
+      stalled: null,
       offsets: { partition: 2, offset: 104 },
     });
-    expect(await store.watermark('tenant-a', 'none')).toEqual({ appliedSeq: 0, broken: null, offsets: null });
+    expect(await store.watermark('tenant-a', 'none')).toEqual({
+      appliedSeq: 0,
+      broken: null,
+      stalled: null,
+      offsets: null,
+    });
   });
 
   it('answers waits: ok once applied, timeout at the bound, broken past a break, rebuilding when lost', async () => {

@@ -21,6 +21,7 @@ import {
   ResumeUnavailableError,
   type ResumeOutcome,
   type ResumeResult,
+  type Stall,
   type StatusOutcome,
 } from './outcomes.js';
 import { compactionDue, StaleTracker, type CompactionDue, type Staleness } from './stale.js';
@@ -61,6 +62,8 @@ export interface SessionLog {
     readonly appliedSeq: number;
     /** The session's first refused turn or skipped change (a seq gap, a conflict), if any. */
     readonly broken?: { readonly seq: number; readonly reason: string } | null;
+    /** Set while the session waits for the turn at expectedSeq (see the projection's Watermark). */
+    readonly stalled?: Stall | null;
   }>;
   l0Position(
     tenantId: string,
@@ -154,7 +157,7 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
       metrics?.contextCache.inc({ result: 'hit' });
       return {
         ok: true,
-        result: resultOf(plan, nodeId, rawToSeq, cached, await stale, watermark.broken ?? null),
+        result: resultOf(plan, nodeId, rawToSeq, cached, await stale, watermark),
         context: { ...cached, plan },
       };
     }
@@ -183,7 +186,7 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
       divergence(ref, `${nodeId ?? 'start'}:${plan.rawFromSeq}:${rawToSeq}`, context.contextHash);
     return {
       ok: true,
-      result: resultOf(plan, nodeId, rawToSeq, context, await stale, watermark.broken ?? null),
+      result: resultOf(plan, nodeId, rawToSeq, context, await stale, watermark),
       context,
     };
   };
@@ -258,6 +261,7 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
         compaction,
         stale,
         broken: watermark.broken ?? null,
+        stalled: watermark.stalled ?? null,
         // Every L1 the applied turns make due is decided (and the plan follows it): nothing is on its way.
         settled: !compaction.due,
       },
@@ -333,7 +337,7 @@ function resultOf(
   rawToSeq: number,
   context: Pick<ResumeContext, 'messages' | 'contextHash'>,
   stale: Staleness | null,
-  broken: ResumeResult['broken'],
+  watermark: { readonly broken?: ResumeResult['broken']; readonly stalled?: Stall | null },
 ): ResumeResult {
   return {
     tenantId: plan.tenantId,
@@ -348,6 +352,7 @@ function resultOf(
     messages: context.messages,
     contextHash: context.contextHash,
     stale,
-    broken,
+    broken: watermark.broken ?? null,
+    stalled: watermark.stalled ?? null,
   };
 }

@@ -36,6 +36,18 @@ export interface ResumeResult {
    * context ends before it, and nothing after it is applied until it is republished.
    */
   readonly broken: { readonly seq: number; readonly reason: string } | null;
+  /**
+   * Non-null while the session waits for a turn: the turn at expectedSeq was refused or never came (a
+   * gap), so nothing after the watermark applies until it is published (again). `since`: when the
+   * refusal was recorded (ISO 8601).
+   */
+  readonly stalled: Stall | null;
+}
+
+/** A session waiting for the turn at expectedSeq, since a time (null: recorded before times were kept). */
+export interface Stall {
+  readonly expectedSeq: number;
+  readonly since: string | null;
 }
 
 /** Where a session stands: its plan, the projection's watermark, the next compaction due, staleness. */
@@ -65,6 +77,12 @@ export interface SessionStatus {
    * skipped at `seq`, so nothing from there on is applied or can be trusted until it is republished.
    */
   readonly broken: { readonly seq: number; readonly reason: string } | null;
+  /**
+   * Non-null while the session waits for a turn: the turn at expectedSeq was refused or never came (a
+   * gap), so nothing after the watermark applies until it is published (again). `since`: when the
+   * refusal was recorded (ISO 8601).
+   */
+  readonly stalled: Stall | null;
   /**
    * Whether the pipeline has caught up with the applied turns: no L1 they make due is undecided. A
    * runtime that published its turns waits for this (and for appliedSeq to reach its last seq).

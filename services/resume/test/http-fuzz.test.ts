@@ -47,6 +47,7 @@ function recordingClient(asked: Array<[string, string]>): ResumeClient {
         contextHash: 'h',
         stale: null,
         broken: null,
+        stalled: null,
       },
       context: null as never,
     });

@@ -41,6 +41,7 @@ const ok: ResumeOutcome = {
     contextHash: 'h',
     stale: { since: '2026-12-01T00:00:00.000Z', reason: 'compaction_overdue' },
     broken: null,
+    stalled: null,
   },
   context: null as never,
 };
@@ -54,6 +55,7 @@ const statusOk: StatusOutcome = {
     appliedSeq: 12,
     lastCompactedSeq: 0,
     broken: null,
+    stalled: null,
     compaction: { l1EveryTurns: 10, decidedL1ToSeq: 0, dueSeq: 10, due: true },
     stale: { since: '2026-12-01T00:00:00.000Z', reason: 'compaction_overdue' },
     settled: false,

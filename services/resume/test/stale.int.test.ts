@@ -72,6 +72,7 @@ describe('stale resumes against the real stack', () => {
       // The L1 at #20 is compacted, not decided: the status tells the two apart.
       lastCompactedSeq: 20,
       broken: null,
+      stalled: null,
       compaction: { l1EveryTurns: 10, decidedL1ToSeq: 10, dueSeq: 20, due: true },
       stale: stale.stale,
       settled: false,

@@ -165,6 +165,7 @@ describe('the client’s stale check (in-memory stores)', () => {
     decidedThrough: number;
     appendedAt?: number;
     broken?: { seq: number; reason: string };
+    stalled?: { expectedSeq: number; since: string | null };
   }) {
     const decisions = run.decisions.filter((d) => d.toSeq <= options.decidedThrough);
     const { state } = applyDecisions(
@@ -180,7 +181,8 @@ describe('the client’s stale check (in-memory stores)', () => {
     };
     const log: SessionLog = {
       epoch: () => Promise.resolve('e'),
-      watermark: () => Promise.resolve({ appliedSeq: 25, broken: options.broken ?? null }),
+      watermark: () =>
+        Promise.resolve({ appliedSeq: 25, broken: options.broken ?? null, stalled: options.stalled ?? null }),
       l0Position: (_t, _s, seq) => Promise.resolve({ partition: 0, offset: seq - 1 }),
     };
     const reader: TurnReader = {
@@ -253,6 +255,7 @@ describe('the client’s stale check (in-memory stores)', () => {
         compaction: { l1EveryTurns: 10, decidedL1ToSeq: 10, dueSeq: 20, due: true },
         stale: { since: '2026-12-04T09:00:00.000Z', reason: 'compaction_overdue' },
         broken: null,
+        stalled: null,
         settled: false,
       },
     });
@@ -277,11 +280,14 @@ describe('the client’s stale check (in-memory stores)', () => {
   });
 
   it('shows a session stuck behind a refused turn, instead of answering as if all were well', async () => {
-    const stuck = create(world({ decidedThrough: 20, broken: { seq: 26, reason: 'seq_gap' } }));
+    const stalled = { expectedSeq: 26, since: '2026-12-04T09:00:00.000Z' };
+    const stuck = create(world({ decidedThrough: 20, broken: { seq: 26, reason: 'seq_gap' }, stalled }));
     const status = await stuck.status('t', 's');
     expect(status.ok && status.status.broken).toEqual({ seq: 26, reason: 'seq_gap' });
+    expect(status.ok && status.status.stalled).toEqual(stalled);
     const resumed = await stuck.resume('t', 's');
     expect(resumed.ok && resumed.result.broken).toEqual({ seq: 26, reason: 'seq_gap' });
+    expect(resumed.ok && resumed.result.stalled).toEqual(stalled);
   });
 });
 

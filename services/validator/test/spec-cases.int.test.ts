@@ -172,8 +172,9 @@ describe('the validator on the observed cases', () => {
       [node.marker.markerId, 'marker_invalid'],
       [next.marker.markerId, 'marker_emitted'],
     ]);
-    const text = await metrics.metrics();
-    for (const line of [
+    // The validator counts a decision once its send resolved; the test's reader may see the record
+    // first, so the counters are read until they show it (a bounded wait, not a sleep).
+    const expected = [
       'tidemark_validator_watermark_waits_total{result="timeout"} 1',
       'tidemark_validator_watermark_waits_total{result="immediate"} 1',
       'tidemark_validator_violations_total{condition="unverifiable"} 1',
@@ -182,8 +183,13 @@ describe('the validator on the observed cases', () => {
       'tidemark_validator_redeliveries_total{kind="published"} 1',
       // Both decisions timed from their compaction's record timestamp; the redelivery is not.
       'tidemark_validator_decision_latency_seconds_count 2',
-    ]) {
-      expect(text).toContain(line);
+    ];
+    const deadline = Date.now() + 5_000;
+    let text = await metrics.metrics();
+    while (!expected.every((line) => text.includes(line)) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      text = await metrics.metrics();
     }
+    for (const line of expected) expect(text).toContain(line);
   });
 });
