@@ -79,18 +79,22 @@ export function policyIdOf(policy: Policy): string {
  */
 export function turnContentHash(turn: TurnEvent): string {
   const { tenantId, sessionId, seq, role, content, tokenCount, changes } = turn;
+  const original = turn.original ?? null;
+  // A fixed array of the fields (strings encoded natively), and canonical JSON only for the nested ones:
+  // the materializer hashes every turn it applies, and a canonical encoding of the whole turn was a
+  // visible share of its CPU.
   return sha256Hex(
-    canonicalJson({
-      kind: 'tidemark.turn-content',
+    JSON.stringify([
+      'tidemark.turn-content',
       tenantId,
       sessionId,
       seq,
       role,
       content,
       tokenCount,
-      changes,
-      original: turn.original ?? null,
-    }),
+      changes.length === 0 ? '[]' : canonicalJson(changes),
+      original === null ? null : canonicalJson(original),
+    ]),
   );
 }
 

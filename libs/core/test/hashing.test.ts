@@ -5,6 +5,7 @@ import {
   compactionIdOf,
   contextHashOf,
   definePolicy,
+  generateSession,
   estimateTokens,
   fitToBudget,
   markerIdOf,
@@ -12,6 +13,7 @@ import {
   sessionKey,
   sha256Hex,
   TidemarkCoreError,
+  turnContentHash,
 } from '../src/index.js';
 
 describe('sha256', () => {
@@ -147,6 +149,28 @@ describe('ids', () => {
     expect(policyIdOf(definePolicy())).toBe(policyIdOf(definePolicy({ l1EveryTurns: 40 })));
     expect(policyIdOf(definePolicy({ digestTokenBudget: 500 }))).not.toBe(policyIdOf(definePolicy()));
     expect(contextHashOf('x')).toBe(sha256Hex('x'));
+  });
+});
+
+describe('turn content hash', () => {
+  const turn = generateSession(4, { turns: 40, activity: 1 }).find((t) => t.changes.length > 1);
+  it('ignores what a resend may mint afresh (turnId, timestamp), and sees every other field', () => {
+    const base = turnContentHash(turn!);
+    expect(turnContentHash({ ...turn!, turnId: 'resent', timestamp: 1 })).toBe(base);
+    for (const changed of [
+      { seq: turn!.seq + 1 },
+      { role: 'user' as const },
+      { content: `${turn!.content}.` },
+      { tokenCount: turn!.tokenCount + 1 },
+      { changes: [] },
+      { sessionId: 'other' },
+      { original: { format: 'openai-chat', json: '{}' } },
+    ]) {
+      expect(turnContentHash({ ...turn!, ...changed }), JSON.stringify(changed)).not.toBe(base);
+    }
+    // The same content, its change fields listed in another order, is the same turn.
+    const reordered = turn!.changes.map((c) => Object.fromEntries(Object.entries(c).reverse()) as typeof c);
+    expect(turnContentHash({ ...turn!, changes: reordered })).toBe(base);
   });
 });
 

@@ -229,9 +229,22 @@ function keepLatest<T extends { readonly seq: number }>(map: Map<string, T>, key
 }
 
 function sortBy<T extends { readonly seq: number }>(items: readonly T[], key: (item: T) => string): T[] {
+  // The content breaks ties only (two claims of one id at one seq): encoded when one is met, not for
+  // every claim, which cost a canonical encoding per claim per node (a profile's top core frame).
+  const content = new Map<T, string>();
+  const contentOf = (item: T): string => {
+    let encoded = content.get(item);
+    if (encoded === undefined) content.set(item, (encoded = canonicalJson(item)));
+    return encoded;
+  };
   return [...items]
-    .map((item) => ({ item, key: key(item), content: canonicalJson(item) }))
-    .sort((a, b) => compareText(a.key, b.key) || a.item.seq - b.item.seq || compareText(a.content, b.content))
+    .map((item) => ({ item, key: key(item) }))
+    .sort(
+      (a, b) =>
+        compareText(a.key, b.key) ||
+        a.item.seq - b.item.seq ||
+        compareText(contentOf(a.item), contentOf(b.item)),
+    )
     .map(({ item }) => item);
 }
 
