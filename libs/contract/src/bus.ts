@@ -185,7 +185,7 @@ export class Bus {
       this.#reportedMessages.delete(this.#reportedMessages.values().next().value!);
   }
 
-  /** Sends a LeaveGroup for `memberId` to the group's coordinator (see BusConsumer's release). */
+  /** Sends a LeaveGroup for `memberId` to the group's coordinator (see group-leave.ts). */
   async leaveGroupAs(groupId: string, memberId: string): Promise<void> {
     this.#cluster ??= (async () => {
       const cluster = internalCluster(this.kafka);

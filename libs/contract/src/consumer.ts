@@ -8,6 +8,7 @@ import { isConnectionFailure, isReported, markReported } from './outages.js';
 import type { BusProducer } from './producer.js';
 import type { Registry } from './registry.js';
 import type { EventsByRole, TopicNames, TopicRole } from './topics.js';
+import { leavePreviousMember, releaseCrashedMember, type MemberLedger } from './group-leave.js';
 
 // The consuming side of the bus: a batch consumer that decodes and validates every record, dead-letters
 // what it cannot use and hands the rest to the service in offset order, commits a batch only once the
@@ -63,12 +64,6 @@ export interface ConsumeOptions<R extends TopicRole> {
   membership?: MemberLedger;
 }
 
-/** A stable instance's last group member id (see ConsumeOptions.membership). */
-export interface MemberLedger {
-  previous(): Promise<string | null>;
-  record(memberId: string): Promise<void>;
-}
-
 export interface EventConsumer {
   /** Connects, subscribes, starts; resolves once it has joined its group. */
   run(): Promise<void>;
@@ -103,21 +98,6 @@ export interface ConsumerHost {
 const restartBackoffMs = { initial: 250, max: 30_000 };
 /** While crashed and rejoined, how often (at most) the consumer asks for its lag to see if it is caught up. */
 const caughtUpProbeMs = 1_000;
-
-/** How long a restarted instance tries to leave as its previous member before joining anyway. */
-const leavePreviousMs = 5_000;
-
-/** The promise's outcome, or a rejection once `ms` have passed. */
-function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
-}
-
-/** How long a crashed member's leave is retried while the broker is away (see BusConsumer's release). */
-const releaseGiveUpMs = 10 * 60_000;
 
 export class BusConsumer<R extends TopicRole> implements EventConsumer {
   readonly #bus: ConsumerHost;
@@ -198,7 +178,14 @@ export class BusConsumer<R extends TopicRole> implements EventConsumer {
       this.#crashes += 1;
       const abandoned = this.#memberId;
       this.#memberId = null;
-      if (abandoned !== null) void this.#release(abandoned);
+      if (abandoned !== null) {
+        void releaseCrashedMember(
+          this.#bus,
+          this.#options.groupId,
+          abandoned,
+          () => this.#stopping || this.#joined,
+        );
+      }
       const { error, restart } = event.payload;
       // A crash for want of a broker is part of an outage the Bus tells of once (see BrokerReachability).
       const level = isConnectionFailure(error) || isReported(error) ? 'debug' : 'error';
@@ -211,7 +198,9 @@ export class BusConsumer<R extends TopicRole> implements EventConsumer {
       if (!restart && !this.#stopping) this.#scheduleRestart();
     });
     try {
-      await this.#leavePrevious();
+      if (this.#options.membership !== undefined) {
+        await leavePreviousMember(this.#bus, this.#options.groupId, this.#options.membership);
+      }
       await consumer.connect();
       await consumer.subscribe({ topic: this.#topic, fromBeginning: this.#options.fromBeginning ?? true });
       await consumer.run(this.#runConfig());
@@ -242,57 +231,6 @@ export class BusConsumer<R extends TopicRole> implements EventConsumer {
         }
       },
     };
-  }
-
-  /**
-   * Leaves the group as the member a previous run of this instance joined as, if the ledger has one and
-   * the group still does (UNKNOWN_MEMBER_ID: it left, or its session ended). Best effort and bounded:
-   * joining goes ahead whatever happens here, at worst waiting out the old member's session as before.
-   */
-  async #leavePrevious(): Promise<void> {
-    const ledger = this.#options.membership;
-    if (ledger === undefined) return;
-    const { groupId } = this.#options;
-    try {
-      const previous = await withDeadline(ledger.previous(), leavePreviousMs);
-      if (previous === null) return;
-      await withDeadline(this.#bus.leaveGroupAs(groupId, previous), leavePreviousMs);
-      this.#bus.logger?.info(
-        { groupId, memberId: previous },
-        "left the group as this instance's previous member: the group rebalances without waiting out its session",
-      );
-    } catch (error) {
-      if ((error as { type?: string }).type === 'UNKNOWN_MEMBER_ID') return;
-      this.#bus.logger?.debug({ err: error, groupId }, "leaving as this instance's previous member failed");
-    }
-  }
-
-  /**
-   * Leaves the group as the member a crash abandoned. kafkajs leaves on a crash, but not when the crash
-   * was the broker's absence (the LeaveGroup cannot reach it), and it rejoins as a new member: the
-   * coordinator then holds the rebalance until the old member's session times out (CONSUMER_SESSION_
-   * TIMEOUT_MS, 30 s by default), and nothing is consumed meanwhile. So the old member leaves as soon as
-   * the coordinator answers again, however long the broker was away: a restarted broker starts every old
-   * member's session anew when it loads the group, so the session's own expiry is no bound. It stops once
-   * the leave is answered (or the member is unknown: gone already), once this consumer joined again, when
-   * the consumer stops, or after an outage far longer than any session (releaseGiveUpMs).
-   */
-  async #release(memberId: string): Promise<void> {
-    const { groupId } = this.#options;
-    const started = Date.now();
-    while (!this.#stopping && !this.#joined && Date.now() - started < releaseGiveUpMs) {
-      try {
-        await this.#bus.leaveGroupAs(groupId, memberId);
-        this.#bus.logger?.info(
-          { groupId, memberId, ms: Date.now() - started },
-          'left the group as the crashed member: the group rebalances without waiting out its session',
-        );
-        return;
-      } catch (error) {
-        if ((error as { type?: string }).type === 'UNKNOWN_MEMBER_ID') return;
-        await new Promise((resolve) => setTimeout(resolve, 500));
-      }
-    }
   }
 
   /** After a crash, rejoined: ready again if there is nothing to do (lag 0). At most one probe at a time. */
