@@ -58,14 +58,18 @@ export function stateBlock(claims: Claims): string {
   ].join('\n\n');
 }
 
+/** An item as a reader knows it: its name and the key part of its detail. */
+export function itemText(name: string, detail: string | null): string {
+  const key = detailKey(detail);
+  return key === null || key === name ? name : `${name} ${key}`;
+}
+
 function unresolvedText(c: UnresolvedClaim): string {
-  const key = detailKey(c.detail);
   const reach = [
     ...(c.handle === null ? [] : [`handle ${c.handle}`]),
     ...(c.logPath === null ? [] : [`log ${c.logPath}`]),
   ];
-  const what = key === null || key === c.name ? c.name : `${c.name} ${key}`;
-  return `${what} (${c.kind} opened at #${c.seq}${reach.map((r) => `; ${r}`).join('')}) [${c.itemId}]`;
+  return `${itemText(c.name, c.detail)} (${c.kind} opened at #${c.seq}${reach.map((r) => `; ${r}`).join('')}) [${c.itemId}]`;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { compareText } from '../canonical.js';
 import type { ArtifactFact, ItemFact, StateAtBoundary } from '../model.js';
-import { clip, detailKey, fileWritten, spanLabel } from './render.js';
+import { clip, fileWritten, itemText, spanLabel } from './render.js';
 
 // What was done and what failed, as a strict node states it: tools run, grouped by name and counted,
 // with the key part of what they ran on (the path, the command); files touched and how; and every call
@@ -43,18 +43,12 @@ export function workDone(state: StateAtBoundary, fromSeq: number, toSeq: number)
   return `${parts.join('; ')}.`;
 }
 
-/** Calls that ended in error or were cancelled in fromSeq..toSeq, each with what it ran and why. */
+/** Calls the state's span closed in error or cancelled, each with what it ran and why. */
 export function failedCalls(state: StateAtBoundary): string[] {
   return state.closed
     .filter((item) => item.end?.type === 'closed' && item.end.outcome !== 'ok')
     .sort((a, b) => endSeq(a) - endSeq(b) || compareText(a.itemId, b.itemId))
     .map((item) => `- ${itemText(item.name, item.detail)}: ${ending(item)} [${item.itemId}]`);
-}
-
-/** An item as a reader knows it: its name and the key part of its detail. */
-export function itemText(name: string, detail: string | null): string {
-  const key = detailKey(detail);
-  return key === null || key === name ? name : `${name} ${key}`;
 }
 
 function ending(item: ItemFact): string {
