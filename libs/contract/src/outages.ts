@@ -23,6 +23,16 @@ const connectionFailureNames = new Set([
   'KafkaJSNoBrokerAvailableError',
 ]);
 
+/**
+ * kafkajs warns about every idempotent producer whose retries are bounded: one that gives up a batch and
+ * then sends the next could see its sequence numbers out of step. The publisher's producers bound their
+ * retries (an unbounded one reconnects forever, even after disconnect) and never send again after a send
+ * that failed or timed out: the next send goes on a new producer, under a new producer id, and a late
+ * copy of the old batch is a redelivery the pipeline drops by content (publisher-producers.ts). So the
+ * warning cannot apply; it is logged at debug, not as a warning every service and runtime prints.
+ */
+const boundedRetryWarning = 'Limiting retries for the idempotent producer';
+
 const reportedMark = Symbol.for('tidemark.reported');
 
 /**
@@ -111,6 +121,7 @@ export function outageAwareLogCreator(
       retryTime?: unknown;
     };
     const text = typeof error === 'string' ? `${message} ${error}` : message;
+    if (text.startsWith(boundedRetryWarning)) return write({ ...entry, level: logLevel.DEBUG });
     if (connectionFailurePattern.test(text)) {
       // Only the connection's own line names the broker; the broker pool's twin line does not.
       if (entry.namespace === 'Connection' && typeof broker === 'string') brokers.failed(broker, text);

@@ -1,3 +1,4 @@
+import pino from 'pino';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { TurnEvent } from '@tidemark/core';
 import { ContractError, createPublisher, topicNames, type DecodedRecord } from '@tidemark/contract';
@@ -14,7 +15,7 @@ const turnOf = (sessionId: string, seq: number): TurnEvent => ({
   turnId: `${sessionId}-${seq}`,
 });
 
-async function setup(options: { assignSeq?: boolean } = {}) {
+async function setup(options: { assignSeq?: boolean; logger?: pino.Logger } = {}) {
   const prefix = `${uniqueName('t')}.`;
   const topics = topicNames(prefix);
   const admin = await kafkaAdmin();
@@ -36,6 +37,16 @@ async function setup(options: { assignSeq?: boolean } = {}) {
 }
 
 describe('the publisher', () => {
+  it("logs no warning of its own making: not kafkajs's about bounded retries of an idempotent producer", async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+    const { publisher } = await setup({ logger });
+    const [turn] = await publisher.publishTurns([turnOf(uniqueName('s'), 1)]);
+    expect(turn?.seq).toBe(1);
+    await publisher.close();
+    expect(lines).toEqual([]);
+  });
+
   it('publishes turns in batches, each session in order on one partition', async () => {
     const { topics, publisher } = await setup();
     const sessions = ['a', 'b', 'c', 'd', 'e'];
