@@ -41,21 +41,32 @@
            {-1, applied}                          seq_gap
            {-2, applied, hash}                    conflicting_redelivery (the content hash applied at
                                                   that seq, which stays)
+           and, after the turns' replies, how the call changed whether the session is stalled (waiting
+           for a turn past its watermark: brokenSeq > applied, as projection-read.ts reads it):
+           {0} no change, {1, brokenAt, applied + 1} a stall began, {-1} a stall ended
   Refusals and skipped changes mark the session broken at the turn's seq (the earliest mark is kept).
 ]]
--- The session's watermark, read once and kept current by applyTurn as it writes it.
-local applied = tonumber(redis.call('HGET', KEYS[1], 'applied') or '0')
+-- The session's watermark and broken mark, read once and kept current as this call writes them.
+local meta = redis.call('HMGET', KEYS[1], 'applied', 'brokenSeq')
+local applied = tonumber(meta[1] or '0')
+local brokenSeq = meta[2] and tonumber(meta[2])
+local brokenAt = nil
+local function stalled()
+  return brokenSeq ~= false and brokenSeq ~= nil and brokenSeq > applied
+end
+local stalledBefore = stalled()
 
 -- One turn: its fields are ARGV[first..last].
 local function applyTurn(seqText, hashArg, position, first, last)
   local seq = tonumber(seqText)
 
   local function markBroken(reason)
-    local current = redis.call('HGET', KEYS[1], 'brokenSeq')
-    if not current or seq < tonumber(current) then
+    if not brokenSeq or seq < brokenSeq then
       local now = redis.call('TIME')
       local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
       redis.call('HSET', KEYS[1], 'brokenSeq', seqText, 'brokenReason', reason, 'brokenAt', tostring(ms))
+      brokenSeq = seq
+      brokenAt = ms
     end
   end
 
@@ -182,5 +193,13 @@ while at <= #ARGV do
   local n = tonumber(ARGV[at + 3])
   replies[#replies + 1] = applyTurn(ARGV[at], ARGV[at + 1], ARGV[at + 2], at + 4, at + 3 + n)
   at = at + 4 + n
+end
+local stalledAfter = stalled()
+if stalledAfter and not stalledBefore then
+  replies[#replies + 1] = {1, brokenAt, applied + 1}
+elseif stalledBefore and not stalledAfter then
+  replies[#replies + 1] = {-1}
+else
+  replies[#replies + 1] = {0}
 end
 return replies

@@ -6,17 +6,24 @@
   ARGV[1]  seq, or 0 for "the seq after the watermark" (the refused turn's own seq was not usable)
   ARGV[2]  reason code
 
-  Returns  the seq the session is marked broken at
+  Returns  {the seq the session is marked broken at, stall}: stall is {1, brokenAt, applied + 1} when
+           the mark made the session stalled (brokenSeq > applied, as projection-apply-turns.lua tells
+           it), else {0}
 ]]
+local meta = redis.call('HMGET', KEYS[1], 'applied', 'brokenSeq')
+local applied = tonumber(meta[1] or '0')
+local current = meta[2] and tonumber(meta[2])
 local seq = tonumber(ARGV[1])
 if seq < 1 then
-  seq = tonumber(redis.call('HGET', KEYS[1], 'applied') or '0') + 1
+  seq = applied + 1
 end
-local current = redis.call('HGET', KEYS[1], 'brokenSeq')
-if not current or seq < tonumber(current) then
+if not current or seq < current then
   local now = redis.call('TIME')
   local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
   redis.call('HSET', KEYS[1], 'brokenSeq', seq, 'brokenReason', ARGV[2], 'brokenAt', tostring(ms))
-  return seq
+  if seq > applied and not (current and current > applied) then
+    return {seq, {1, ms, applied + 1}}
+  end
+  return {seq, {0}}
 end
-return tonumber(current)
+return {current, {0}}

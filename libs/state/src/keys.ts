@@ -6,13 +6,13 @@ import { sessionKey } from '@tidemark/core';
 // every store) share a Redis Cluster slot and one Lua script may touch them all atomically.
 //
 //   store        lifecycle (epoch, lock)                 session keys
-//   projection   proj:epoch:2, proj:lock                   proj:{t/s}:<part> (below)
-//   frames       frames:epoch:2, frames:lock             frame:{t/s}, decided:{t/s}
-//   plans        resume:epoch:2, resume:rebuild-lock     resume:{t/s}, resume-nodes:{t/s}, resume-ctx:{t/s}
-//   windows      cmp:<ns>:epoch, cmp:<ns>:lock           cmp:<ns>:{t/s}:win, cmp:<ns>:{t/s}:turns
+//   projection   proj:epoch:3, proj:lock                 proj:{t/s}:<part>, proj:stalled (below)
+//   frames       frames:epoch:3, frames:lock             frame:{t/s}, decided:{t/s}
+//   plans        resume:epoch:3, resume:rebuild-lock     resume:{t/s}, resume-nodes:{t/s}, resume-ctx:{t/s}
+//   windows      cmp:<ns>:epoch:3, cmp:<ns>:lock         cmp:<ns>:{t/s}:win, cmp:<ns>:{t/s}:turns
 //
-// An epoch key that names a version (`:2`) belongs to a store whose stored shape changed: a store built
-// by an older version reads as absent and is rebuilt.
+// Epoch keys name the layout's version (`:3`): a store built by an older layout reads as absent and is
+// rebuilt from the topics. 3: `{` and `}` in ids are escaped in the hash tag (stalled index added).
 
 /** A session's key in a store: `<prefix><store>:{tenant/session}`. */
 export function sessionStoreKey(prefix: string, store: string, ref: SessionRef): string {
@@ -36,40 +36,44 @@ export interface StoreLayout {
   readonly epochKey: string;
   /** The lock one rebuilder holds. */
   readonly lockKey: string;
-  /** SCAN patterns matching every session key of the store and nothing else. */
-  readonly sessionPatterns: readonly string[];
+  /** SCAN patterns matching every key of the store's state (its sessions' keys, an index of them) and nothing else. */
+  readonly statePatterns: readonly string[];
 }
 
+/** The version of the key layout and stored shapes, in every epoch key (see the top of this file). */
+const layoutVersion = 3;
+
 export const projectionLayout = (prefix: string): StoreLayout => ({
-  epochKey: `${prefix}proj:epoch:2`,
+  epochKey: `${prefix}proj:epoch:${layoutVersion}`,
   lockKey: `${prefix}proj:lock`,
-  sessionPatterns: [sessionKeysPattern(prefix, 'proj')],
+  statePatterns: [sessionKeysPattern(prefix, 'proj'), escapeGlob(stalledIndexKey(prefix))],
 });
 
 export const framesLayout = (prefix: string): StoreLayout => ({
-  epochKey: `${prefix}frames:epoch:2`,
+  epochKey: `${prefix}frames:epoch:${layoutVersion}`,
   lockKey: `${prefix}frames:lock`,
-  sessionPatterns: ['frame', 'decided'].map((store) => sessionKeysPattern(prefix, store)),
+  statePatterns: ['frame', 'decided'].map((store) => sessionKeysPattern(prefix, store)),
 });
 
 export const plansLayout = (prefix: string): StoreLayout => ({
-  epochKey: `${prefix}resume:epoch:2`,
+  epochKey: `${prefix}resume:epoch:${layoutVersion}`,
   lockKey: `${prefix}resume:rebuild-lock`,
-  sessionPatterns: ['resume', 'resume-nodes', 'resume-ctx'].map((store) => sessionKeysPattern(prefix, store)),
+  statePatterns: ['resume', 'resume-nodes', 'resume-ctx'].map((store) => sessionKeysPattern(prefix, store)),
 });
 
 /** The compactor's windows of one namespace (generation and policy). */
 export const windowsLayout = (prefix: string, namespace: string): StoreLayout => ({
-  epochKey: `${prefix}cmp:${namespace}:epoch`,
+  epochKey: `${prefix}cmp:${namespace}:epoch:${layoutVersion}`,
   lockKey: `${prefix}cmp:${namespace}:lock`,
-  sessionPatterns: [sessionKeysPattern(prefix, `cmp:${namespace}`)],
+  statePatterns: [sessionKeysPattern(prefix, `cmp:${namespace}`)],
 });
 
 // The projection's keys, in full:
 //
-//   <prefix>proj:epoch:2                   string  the projection's epoch; absent = lost, never built or older
+//   <prefix>proj:epoch:3                   string  the projection's epoch; absent = lost, never built or older
 //   <prefix>proj:rebuilding                string  JSON {epoch, reason, since}: a rebuild is under way
-//   <prefix>proj:{tenant/session}:meta     hash    applied (watermark), brokenSeq, brokenReason
+//   <prefix>proj:stalled                   zset    session key (core sessionKey) by since (ms): stalled sessions
+//   <prefix>proj:{tenant/session}:meta     hash    applied (watermark), brokenSeq, brokenReason, brokenAt
 //   <prefix>proj:{tenant/session}:turns    hash    seq -> the turn's content hash
 //   <prefix>proj:{tenant/session}:pos      hash    seq -> "partition:offset" in turns.l0
 //   <prefix>proj:{tenant/session}:items    hash    itemId -> item JSON, as opened
@@ -113,10 +117,12 @@ export const stateAtScriptKeys = (keys: SessionKeys): string[] => stateAtParts.m
 
 /**
  * The Redis hash tag of a session: every key of one session carries it, so they share a Cluster slot
- * and one script may touch them all.
+ * and one script may touch them all. Braces in the ids are percent-encoded (`%` already is, by
+ * sessionKey, so this stays injective): a `}` would end the tag early, and `{}` leave none at all.
  */
 export function sessionTag(ref: SessionRef): string {
-  return `{${sessionKey(ref.tenantId, ref.sessionId)}}`;
+  const key = sessionKey(ref.tenantId, ref.sessionId);
+  return `{${/[{}]/.test(key) ? key.replace(/\{/g, '%7B').replace(/\}/g, '%7D') : key}}`;
 }
 
 /** A Lua script of `libs/state/lua/`, by file name (loaded once per store, with defineCommand). */
@@ -128,6 +134,12 @@ export function sessionKeys(prefix: string, tenantId: string, sessionId: string)
   const base = `${sessionStoreKey(prefix, 'proj', { tenantId, sessionId })}:`;
   return Object.fromEntries(sessionParts.map((part) => [part, `${base}${part}`])) as SessionKeys;
 }
+
+/**
+ * The projection's index of stalled sessions (waiting for a turn past their watermark), kept beside the
+ * sessions' own marks: not in any session's slot, so written by its own command, never by a script.
+ */
+export const stalledIndexKey = (prefix: string): string => `${prefix}proj:stalled`;
 
 /** The projection's mark of a rebuild under way (beside its lifecycle: readers wait while it is set). */
 export const rebuildingKey = (prefix: string): string => `${prefix}proj:rebuilding`;

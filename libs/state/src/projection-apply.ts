@@ -16,7 +16,14 @@ import {
 } from '@tidemark/core';
 import type { ChainableCommander } from 'ioredis';
 import { StateError } from './errors.js';
-import { applyScriptKeys, lookupMember, sessionKeys, spanMember, type SessionKeys } from './keys.js';
+import {
+  applyScriptKeys,
+  lookupMember,
+  sessionKeys,
+  spanMember,
+  type SessionKeys,
+  type SessionRef,
+} from './keys.js';
 import { unexpectedReply } from './replies.js';
 
 // Applying turns to the projection: each turn planned here (core's stateless checks, in core's order, and
@@ -28,6 +35,27 @@ const maxTurnsPerCall = 256;
 
 /** The replies of lua/projection-apply-turns.lua per turn (its header lists them). */
 const applyReply = { applied: 1, redelivered: 2, seqGap: -1, conflict: -2 } as const;
+
+/**
+ * A session that began or ceased to wait for a turn past its watermark (stalled, as the watermark reads
+ * it): told by the apply and mark scripts, kept in the projection's index of stalled sessions.
+ */
+export type StallChange =
+  | {
+      readonly change: 'began';
+      readonly tenantId: string;
+      readonly sessionId: string;
+      readonly expectedSeq: number;
+      /** When the session was marked broken (epoch ms, Redis's clock). */
+      readonly since: number;
+    }
+  | { readonly change: 'ended'; readonly tenantId: string; readonly sessionId: string };
+
+/** What one batch did: an outcome per turn, in the turns' order, and the stalls it began or ended. */
+export interface AppliedBatch {
+  readonly outcomes: ApplyOutcome[];
+  readonly stalls: StallChange[];
+}
 
 /** A turn as read from turns.l0: the event and where it lives. */
 export interface PositionedTurn {
@@ -57,22 +85,23 @@ export function queueApply(
   pipeline: ChainableCommander,
   prefix: string,
   turns: readonly PositionedTurn[],
-): (replies: readonly unknown[]) => ApplyOutcome[] {
+): (replies: readonly unknown[]) => AppliedBatch {
   const plans = turns.map((positioned) => planTurn(positioned));
-  type Call = { order: number; keys: SessionKeys; args: string[]; count: number };
+  type Call = { order: number; turn: TurnEvent; keys: SessionKeys; args: string[]; count: number };
   /** The open call of each session, and every call in pipeline order. */
   const sessions = new Map<string, Call>();
   const calls: Call[] = [];
   /** Per plan, where its reply is: its session's order and its index in that session's reply. */
   const slots: ({ order: number; index: number } | null)[] = [];
-  let marks = 0;
+  /** The turns whose refusal marks their session, in pipeline order (their replies come first). */
+  const marked: TurnEvent[] = [];
   for (const plan of plans) {
     const { turn, partition, offset } = plan.positioned;
     if (plan.kind === 'refused') {
       if (plan.markAt !== null) {
         const keys = sessionKeys(prefix, turn.tenantId, turn.sessionId);
         void pipeline.tidemarkProjectionMarkBroken(keys.meta, plan.markAt, plan.result.reason);
-        marks++;
+        marked.push(turn);
       }
       slots.push(null);
       continue;
@@ -83,7 +112,7 @@ export function queueApply(
     // script holds Redis for as long as it runs, and readers wait behind it.
     if (session === undefined || session.count >= maxTurnsPerCall) {
       const keys = session?.keys ?? sessionKeys(prefix, turn.tenantId, turn.sessionId);
-      session = { order: calls.length, keys, args: [], count: 0 };
+      session = { order: calls.length, turn, keys, args: [], count: 0 };
       sessions.set(id, session);
       calls.push(session);
     }
@@ -100,14 +129,41 @@ export function queueApply(
   for (const { keys, args } of calls) {
     void pipeline.tidemarkProjectionApply(...applyScriptKeys(keys), ...args);
   }
-  return (replies) =>
-    plans.map((plan, i) => {
+  const marks = marked.length;
+  return (replies) => {
+    const outcomes = plans.map((plan, i): ApplyOutcome => {
       const { turn, partition, offset } = plan.positioned;
       if (plan.kind === 'refused') return { turn, partition, offset, result: plan.result, skipped: [] };
       const slot = slots[i]!;
       const reply = (replies[marks + slot.order] as unknown[][])[slot.index]!;
       return { turn, partition, offset, ...readApplyReply(turn, reply, plan.stateless) };
     });
+    const stalls: StallChange[] = [];
+    marked.forEach((turn, i) => readStall(turn, (replies[i] as unknown[])[1], stalls));
+    calls.forEach(({ turn, count }, order) => {
+      readStall(turn, (replies[marks + order] as unknown[][])[count], stalls);
+    });
+    return { outcomes, stalls };
+  };
+}
+
+/** A script's stall reply ({0}, {1, brokenAt, expectedSeq} or {-1}: see its header), into `stalls`. */
+export function readStall(session: SessionRef, reply: unknown, stalls: StallChange[]): void {
+  const [change, since, expectedSeq] = reply as [number, number?, number?];
+  if (change === 1) {
+    const { tenantId, sessionId } = session;
+    stalls.push({
+      change: 'began',
+      tenantId,
+      sessionId,
+      expectedSeq: Number(expectedSeq),
+      since: Number(since),
+    });
+  } else if (change === -1) {
+    stalls.push({ change: 'ended', tenantId: session.tenantId, sessionId: session.sessionId });
+  } else if (change !== 0) {
+    throw unexpectedReply('projection stall', reply);
+  }
 }
 
 // --- planning a turn: the stateless checks (core's, in core's order) and the script's arguments -------

@@ -1,8 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import type { BoundaryQuery, DeadLetterReason, StateAtBoundary } from '@tidemark/core';
+import { sessionKey, type BoundaryQuery, type DeadLetterReason, type StateAtBoundary } from '@tidemark/core';
 import type { Redis, Result } from 'ioredis';
-import { luaScript, projectionLayout, rebuildingKey, sessionKeys } from './keys.js';
-import { queueApply, type ApplyOutcome, type PositionedTurn } from './projection-apply.js';
+import { luaScript, projectionLayout, rebuildingKey, sessionKeys, stalledIndexKey } from './keys.js';
+import {
+  queueApply,
+  readStall,
+  type ApplyOutcome,
+  type PositionedTurn,
+  type StallChange,
+} from './projection-apply.js';
 import {
   parsePosition,
   readStateAt,
@@ -29,7 +35,7 @@ declare module 'ioredis' {
     tidemarkProjectionApply(...args: (string | number)[]): Result<unknown[], Context>;
     tidemarkProjectionStateAt(...args: (string | number)[]): Result<unknown[], Context>;
     tidemarkProjectionWatermark(...args: string[]): Result<unknown[], Context>;
-    tidemarkProjectionMarkBroken(...args: (string | number)[]): Result<number, Context>;
+    tidemarkProjectionMarkBroken(...args: (string | number)[]): Result<unknown[], Context>;
   }
 }
 
@@ -42,7 +48,12 @@ const scripts = {
 
 /** A batch applied under an epoch: its outcomes, or the news that the projection is no longer that epoch's. */
 export type EpochApply =
-  | { readonly ok: true; readonly outcomes: readonly ApplyOutcome[] }
+  | {
+      readonly ok: true;
+      readonly outcomes: readonly ApplyOutcome[];
+      /** Sessions that began or ceased to be stalled in this batch (already in the stalled index). */
+      readonly stalls: readonly StallChange[];
+    }
   | {
       readonly ok: false;
       /** The projection was lost (flushed) or rebuilt under another epoch: the outcomes cannot be trusted. */
@@ -117,7 +128,9 @@ export class Projection {
     pipeline.set(this.#epochKey, newEpoch(), 'NX');
     const finish = queueApply(pipeline, this.#prefix, turns);
     const replies = await execAll(pipeline);
-    return finish(replies.slice(1));
+    const { outcomes, stalls } = finish(replies.slice(1));
+    await this.#indexStalls(stalls);
+    return outcomes;
   }
 
   /**
@@ -133,7 +146,31 @@ export class Projection {
     const replies = await execAll(pipeline);
     const current = replies[replies.length - 1] as string | null;
     if (current !== epoch) return { ok: false, reason: 'epoch_changed', epoch: current };
-    return { ok: true, outcomes: finish(replies.slice(0, -1)) };
+    const { outcomes, stalls } = finish(replies.slice(0, -1));
+    await this.#indexStalls(stalls);
+    return { ok: true, outcomes, stalls };
+  }
+
+  /** How many sessions are stalled: waiting for a turn past their watermark that was refused. */
+  stalledSessions(): Promise<number> {
+    return this.#redis.zcard(stalledIndexKey(this.#prefix));
+  }
+
+  /**
+   * Keeps the stalled index in step with the sessions' marks: one round trip, only in a batch that began
+   * or ended a stall (rare). A crash before it leaves the index behind the marks until the session's
+   * next stall change; the marks themselves (what status and resume read) are never wrong.
+   */
+  async #indexStalls(stalls: readonly StallChange[]): Promise<void> {
+    if (stalls.length === 0) return;
+    const key = stalledIndexKey(this.#prefix);
+    const pipeline = this.#redis.pipeline();
+    for (const stall of stalls) {
+      const member = sessionKey(stall.tenantId, stall.sessionId);
+      if (stall.change === 'began') pipeline.zadd(key, stall.since, member);
+      else pipeline.zrem(key, member);
+    }
+    await execAll(pipeline);
   }
 
   /** The state at the query's boundary, exactly as core's SessionFold.stateAt answers it; one round trip. */
@@ -250,11 +287,14 @@ export class Projection {
     reason: DeadLetterReason,
   ): Promise<void> {
     const keys = sessionKeys(this.#prefix, tenantId, sessionId);
-    await this.#redis.tidemarkProjectionMarkBroken(
+    const [, stall] = await this.#redis.tidemarkProjectionMarkBroken(
       keys.meta,
       Number.isSafeInteger(seq) && seq > 0 ? seq : 0,
       reason,
     );
+    const stalls: StallChange[] = [];
+    readStall({ tenantId, sessionId }, stall, stalls);
+    await this.#indexStalls(stalls);
   }
 }
 

@@ -78,7 +78,7 @@ export class StoreLifecycle {
    */
   async clear(): Promise<number> {
     let removed = 0;
-    for (const pattern of this.layout.sessionPatterns) {
+    for (const pattern of this.layout.statePatterns) {
       let cursor = '0';
       do {
         const [next, keys] = await this.#redis.scan(cursor, 'MATCH', pattern, 'COUNT', clearBatch);

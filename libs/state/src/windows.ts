@@ -10,7 +10,7 @@ import { StoreLifecycle } from './store-lifecycle.js';
 // process holds nothing between batches: memory stays flat however many sessions are open, and a
 // SIGKILL loses nothing. Per session, under the session's hash tag (one Cluster slot):
 //
-//   <prefix>cmp:<ns>:epoch                   string  set once the namespace exists; absent = lost (Redis
+//   <prefix>cmp:<ns>:epoch:3                 string  set once the namespace exists; absent = lost (Redis
 //                                                    flushed) or new: windows are rebuilt from turns.l0
 //   <prefix>cmp:<ns>:{tenant/session}:win    string  the compactor's window as JSON (opaque here)
 //   <prefix>cmp:<ns>:{tenant/session}:turns  hash    seq -> TurnEvent JSON, for the window's turns only

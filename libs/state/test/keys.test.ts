@@ -43,6 +43,46 @@ describe('projection keys', () => {
     );
   });
 
+  it('are injective and slot-local for any ids: `/ { } : * %`, unicode, 1 KB ids', () => {
+    // Every key a session has in any store (the windows' two under one namespace).
+    const allKeys = (tenantId: string, sessionId: string): string[] => {
+      const ref = { tenantId, sessionId };
+      const windows = sessionStoreKey('p:', 'cmp:g1:x', ref);
+      return [
+        ...Object.values(sessionKeys('p:', tenantId, sessionId)),
+        ...['frame', 'decided', 'resume', 'resume-nodes', 'resume-ctx'].map((store) =>
+          sessionStoreKey('p:', store, ref),
+        ),
+        `${windows}:win`,
+        `${windows}:turns`,
+      ];
+    };
+    // Redis Cluster's hash tag: the text between the first `{` and the first `}` after it, if not empty.
+    const hashTag = (key: string): string => {
+      const open = key.indexOf('{');
+      const close = open < 0 ? -1 : key.indexOf('}', open + 1);
+      return close > open + 1 ? key.slice(open + 1, close) : key;
+    };
+    const hostile = fc.oneof(
+      fc.string({ unit: fc.constantFrom('a', '/', '%', '2', 'F', '{', '}', ':', '*', '\\', '?', '[') }),
+      fc.string({ unit: 'grapheme', maxLength: 20 }),
+      fc.string({ minLength: 1_000, maxLength: 1_100, unit: fc.constantFrom('x', '/', '}', '{') }),
+    );
+    fc.assert(
+      fc.property(hostile, hostile, hostile, hostile, (t1, s1, t2, s2) => {
+        const one = allKeys(t1, s1);
+        // One session's keys: all different, all in one cluster slot (one script may touch them all).
+        expect(new Set(one).size).toBe(one.length);
+        expect(new Set(one.map(hashTag)).size).toBe(1);
+        if (t1 === t2 && s1 === s2) return;
+        // Two sessions never share a key (they may share a slot: a `}` in an id shortens the tag).
+        const other = new Set(allKeys(t2, s2));
+        for (const key of one) expect(other.has(key)).toBe(false);
+      }),
+      { numRuns: 1_000 },
+    );
+  });
+
   it('scan only one store under a prefix, with glob characters in the prefix escaped', () => {
     expect(sessionKeysPattern('a*b?:', 'proj')).toBe('a\\*b\\?:proj:\\{*');
   });
@@ -54,13 +94,13 @@ describe('projection keys', () => {
       plansLayout,
       (p: string) => windowsLayout(p, 'g1:x'),
     ].map((layout) => layout('p:'));
-    const all = layouts.flatMap((l) => [l.epochKey, l.lockKey, ...l.sessionPatterns]);
+    const all = layouts.flatMap((l) => [l.epochKey, l.lockKey, ...l.statePatterns]);
     expect(new Set(all).size).toBe(all.length);
     expect(layouts.map((l) => l.epochKey)).toEqual([
-      'p:proj:epoch:2',
-      'p:frames:epoch:2',
-      'p:resume:epoch:2',
-      'p:cmp:g1:x:epoch',
+      'p:proj:epoch:3',
+      'p:frames:epoch:3',
+      'p:resume:epoch:3',
+      'p:cmp:g1:x:epoch:3',
     ]);
   });
 

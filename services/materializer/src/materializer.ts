@@ -7,7 +7,7 @@ import {
   type EventConsumer,
   type EventProducer,
 } from '@tidemark/contract';
-import type { TurnEvent } from '@tidemark/core';
+import { sessionKey, type TurnEvent } from '@tidemark/core';
 import {
   connectionChecks,
   hostedBy,
@@ -108,8 +108,10 @@ class MaterializerService implements Materializer {
     );
     this.projection = new Projection(this.#redis, { prefix: config.REDIS_PREFIX });
     this.#topics = topicNames(config.TOPIC_PREFIX);
-    this.#metrics = materializerMetrics(hosted.metrics, async () =>
-      this.#consumer === null ? null : this.#consumer.lag(),
+    this.#metrics = materializerMetrics(
+      hosted.metrics,
+      async () => (this.#consumer === null ? null : this.#consumer.lag()),
+      () => this.projection.stalledSessions(),
     );
     this.#rebuilds = superviseRebuild({
       what: 'projection',
@@ -327,6 +329,17 @@ class MaterializerService implements Materializer {
           { partition: d.letter.partition, offset: d.letter.offset, reason: d.letter.reason },
           `dead-lettered: ${d.letter.message}`,
         );
+      }
+    }
+    for (const stall of applied.stalls) {
+      const session = sessionKey(stall.tenantId, stall.sessionId);
+      if (stall.change === 'began') {
+        this.#logger.warn(
+          { session, expectedSeq: stall.expectedSeq },
+          `session stalled: waiting for seq ${stall.expectedSeq}; publish it (again) and what follows`,
+        );
+      } else {
+        this.#logger.info({ session }, 'session no longer stalled: the turn it waited for was applied');
       }
     }
     let fresh = 0;

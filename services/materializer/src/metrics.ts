@@ -16,6 +16,7 @@ export interface MaterializerMetrics {
 export function materializerMetrics(
   register: Registry,
   lag: () => Promise<number | null>,
+  stalledSessions: () => Promise<number>,
 ): MaterializerMetrics {
   const turns = new Counter({
     name: 'tidemark_materializer_turns_total',
@@ -47,6 +48,15 @@ export function materializerMetrics(
     registers: [register],
     async collect() {
       const value = await lag().catch(() => null);
+      if (value !== null) this.set(value);
+    },
+  });
+  new Gauge({
+    name: 'tidemark_materializer_stalled_sessions',
+    help: 'Sessions waiting for a turn past their watermark that was refused (a gap, or the turn itself), over the whole projection: every instance reports the same count.',
+    registers: [register],
+    async collect() {
+      const value = await stalledSessions().catch(() => null);
       if (value !== null) this.set(value);
     },
   });

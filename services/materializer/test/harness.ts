@@ -7,6 +7,7 @@ import { parseConfig, Registry } from '@tidemark/service';
 import { Projection } from '@tidemark/state';
 import { endpoints, redisClient, uniqueName } from '@tidemark/test-infra';
 import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
 import { expect, onTestFinished } from 'vitest';
 import {
   create as createMaterializer,
@@ -24,7 +25,10 @@ export interface Harness {
   readonly redis: Redis;
   readonly projection: Projection;
   /** Starts an in-process materializer (stopped when the test finishes); `overrides` change its config. */
-  startMaterializer(overrides?: Partial<MaterializerConfig>): Promise<Materializer>;
+  startMaterializer(
+    overrides?: Partial<MaterializerConfig>,
+    deps?: { readonly metrics?: Registry; readonly logger?: Logger },
+  ): Promise<Materializer>;
   publish(turns: readonly TurnEvent[]): Promise<void>;
   /** Waits until every session's watermark reaches its expected seq. */
   waitForWatermarks(expected: ReadonlyMap<string, number>, timeoutMs?: number): Promise<void>;
@@ -124,10 +128,10 @@ export async function harness(): Promise<Harness> {
     producer,
     redis,
     projection,
-    async startMaterializer(overrides = {}) {
+    async startMaterializer(overrides = {}, deps = {}) {
       const materializer = createMaterializer(
         { ...config, ...overrides },
-        { metrics: new Registry(), clientId: uniqueName('materializer') },
+        { metrics: new Registry(), clientId: uniqueName('materializer'), ...deps },
       );
       onTestFinished(() => materializer.stop());
       await materializer.run();

@@ -1,8 +1,10 @@
 import { spawn } from 'node:child_process';
 import { sessionKey } from '@tidemark/contract';
 import { generateSession, turnContentHash, type StateChange, type TurnEvent } from '@tidemark/core';
+import { Registry } from '@tidemark/service';
 import { Projection } from '@tidemark/state';
 import { redisClient, uniqueName } from '@tidemark/test-infra';
+import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { dumpProjection, expectedWatermarks, expectMatchesFold, harness } from './harness.js';
 
@@ -157,7 +159,10 @@ describe('materializer', () => {
 
     const turns = [...gap, ...conflict, ...resent, ...regression, ...unknown, ...after];
     await h.publish(turns);
-    await h.startMaterializer();
+    const metrics = new Registry();
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+    await h.startMaterializer({}, { metrics, logger });
     await h.waitForWatermarks(expectedWatermarks(turns));
     const letters = await h.waitForDeadLetters(5);
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -207,6 +212,21 @@ describe('materializer', () => {
     expect(Number(kept!.offset)).toBe(Number(next!.offset) - 2);
     expect(await broken('unknown')).toEqual({ seq: 5, reason: 'unknown_item' });
     expect(await broken('after')).toBeNull();
+    // Only the gap stalls its session (it waits for 6); the others were broken at or below their watermark.
+    expect(await metrics.getSingleMetricAsString('tidemark_materializer_stalled_sessions')).toMatch(
+      /\ntidemark_materializer_stalled_sessions 1$/,
+    );
+    const stalls = lines
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((l) => 'expectedSeq' in l);
+    expect(stalls).toEqual([
+      expect.objectContaining({
+        level: 40,
+        session: sessionKey('tenant-a', 'gap'),
+        expectedSeq: 6,
+        msg: 'session stalled: waiting for seq 6; publish it (again) and what follows',
+      }),
+    ]);
 
     // Markers at or past the break are unverifiable; before it they are not affected.
     expect(await h.projection.waitForWatermark('tenant-a', 'gap', 7, 100)).toEqual({

@@ -1,0 +1,101 @@
+import { generateSession, seededRandom, type TurnEvent } from '@tidemark/core';
+import { redisClient } from '@tidemark/test-infra';
+import { describe, expect, it } from 'vitest';
+import { Projection, type PositionedTurn } from '../src/index.js';
+
+// The projection's index of stalled sessions (sessions waiting for a turn past their watermark that was
+// refused): what the materializer's stalled-sessions gauge reads. It must count exactly the sessions
+// whose watermark says `stalled`, whatever order turns arrive in, and go with the projection.
+
+function projection(): { store: Projection; prefix: string } {
+  const { redis, prefix } = redisClient();
+  return { store: new Projection(redis, { prefix }), prefix };
+}
+
+const positioned = (turns: readonly TurnEvent[]): PositionedTurn[] =>
+  turns.map((turn, offset) => ({ turn, partition: 0, offset }));
+
+describe('the stalled-sessions index', () => {
+  it('counts a session from the gap until the turn it waits for is applied, and says when it changed', async () => {
+    const { store } = projection();
+    const turns = generateSession(21, { turns: 6, sessionId: 'gap' });
+    await store.applyBatch(positioned(turns.slice(0, 3)));
+    expect(await store.stalledSessions()).toBe(0);
+
+    const epoch = (await store.epoch())!;
+    const refused = await store.applyBatchInEpoch(epoch, positioned(turns.slice(4)));
+    expect(refused).toMatchObject({
+      ok: true,
+      stalls: [{ change: 'began', tenantId: 'tenant-a', sessionId: 'gap', expectedSeq: 4 }],
+    });
+    expect(await store.stalledSessions()).toBe(1);
+
+    // 4 arrives: still waiting (for 5 now), nothing changed.
+    expect(await store.applyBatchInEpoch(epoch, positioned([turns[3]!]))).toMatchObject({ stalls: [] });
+    expect(await store.stalledSessions()).toBe(1);
+
+    expect(await store.applyBatchInEpoch(epoch, positioned(turns.slice(4)))).toMatchObject({
+      stalls: [{ change: 'ended', tenantId: 'tenant-a', sessionId: 'gap' }],
+    });
+    expect(await store.stalledSessions()).toBe(0);
+  });
+
+  it('counts a turn refused before the projection saw it, but not a break that stops nothing', async () => {
+    const { store } = projection();
+    await store.applyBatch(positioned(generateSession(22, { turns: 3, sessionId: 'marked' })));
+    await store.markBroken('tenant-a', 'marked', 2, 'invalid_event'); // at or below the watermark
+    expect(await store.stalledSessions()).toBe(0);
+    await store.markBroken('tenant-a', 'marked', 4, 'invalid_event'); // the next turn itself
+    expect(await store.stalledSessions()).toBe(0); // the earlier mark (2) is kept: not waiting
+    await store.applyBatch(positioned(generateSession(23, { turns: 2, sessionId: 'fresh' })));
+    await store.markBroken('tenant-a', 'fresh', 3, 'invalid_event');
+    expect(await store.stalledSessions()).toBe(1);
+    expect((await store.watermark('tenant-a', 'fresh')).stalled).toMatchObject({ expectedSeq: 3 });
+  });
+
+  it('keeps sessions whose ids would share a naive key apart, braces and globs included', async () => {
+    const { store } = projection();
+    const one = generateSession(24, { turns: 3, tenantId: 'a', sessionId: 'x/s' });
+    const two = generateSession(24, { turns: 3, tenantId: 'a/x', sessionId: 's' });
+    const braces = generateSession(24, { turns: 3, tenantId: '}a{', sessionId: '{}*:%7D' });
+    await store.applyBatch(positioned([one[0]!, one[2]!, two[0]!, two[2]!, braces[0]!, braces[2]!]));
+    expect(await store.stalledSessions()).toBe(3);
+    await store.applyBatch(positioned([one[1]!, one[2]!]));
+    expect(await store.stalledSessions()).toBe(2);
+    expect((await store.watermark('a/x', 's')).stalled).toMatchObject({ expectedSeq: 2 });
+    expect((await store.watermark('}a{', '{}*:%7D')).stalled).toMatchObject({ expectedSeq: 2 });
+  });
+
+  it('equals the sessions whose watermark says stalled, under any arrival order, and clears with the projection', async () => {
+    const { store } = projection();
+    const random = seededRandom(7);
+    const sessions = Array.from({ length: 6 }, (_, i) =>
+      generateSession(30 + i, { turns: 12, sessionId: `s${i}` }),
+    );
+    // Each turn delivered once or twice, some held back and delivered later: gaps open and close.
+    const held: TurnEvent[] = [];
+    for (let round = 0; round < 12; round++) {
+      const batch: TurnEvent[] = [];
+      for (const turns of sessions) {
+        const turn = turns[round]!;
+        if (random() < 0.2) held.push(turn);
+        else batch.push(turn);
+        if (random() < 0.3 && held.length > 0) batch.push(held.shift()!);
+      }
+      await store.applyBatch(positioned(batch));
+      const stalled = await Promise.all(
+        sessions.map(async (turns) => (await store.watermark('tenant-a', turns[0]!.sessionId)).stalled),
+      );
+      expect(await store.stalledSessions()).toBe(stalled.filter((s) => s !== null).length);
+    }
+    expect(await store.stalledSessions()).toBeGreaterThan(0);
+    // Every session published again from its first turn: none waits any more.
+    await store.applyBatch(positioned(sessions.flat()));
+    expect(await store.stalledSessions()).toBe(0);
+
+    await store.applyBatch(positioned(generateSession(40, { turns: 3, sessionId: 'late' }).slice(1)));
+    expect(await store.stalledSessions()).toBe(1);
+    await store.lifecycle.reset('another epoch');
+    expect(await store.stalledSessions()).toBe(0);
+  });
+});
