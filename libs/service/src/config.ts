@@ -41,6 +41,11 @@ export const commonConfig = {
   /** How long a graceful shutdown may take before the process exits anyway. */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().positive().default(10_000),
   /**
+   * How long a process keeps trying to start while the broker, the registry or Redis is away (backing
+   * off, a fresh service each try) before it exits 1 for its supervisor.
+   */
+  START_WITHIN_MS: z.coerce.number().int().positive().default(300_000),
+  /**
    * How long a readiness ping of Kafka or Redis may take: a dependency that has not answered by then
    * (a frozen broker or Redis answers nothing and closes nothing) makes /readyz answer 503, naming it.
    */

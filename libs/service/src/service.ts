@@ -1,3 +1,4 @@
+import { TidemarkError } from '@tidemark/core';
 import type { LevelWithSilent, Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { z } from 'zod';
@@ -59,12 +60,18 @@ interface ProcessConfig {
   readonly HTTP_HOST: string;
   readonly LOG_LEVEL: LevelWithSilent;
   readonly SHUTDOWN_GRACE_MS: number;
+  readonly START_WITHIN_MS: number;
 }
+
+/** The backoff between tries to start while a dependency is away (for up to START_WITHIN_MS). */
+const startRetry = { firstMs: 500, maxMs: 10_000 } as const;
 
 /**
  * A service's `main.ts` in one call: its configuration parsed from the environment, a host (/healthz,
  * /readyz, /metrics on HTTP_PORT), the service, and a graceful shutdown on SIGTERM/SIGINT. A bad
- * configuration or a failure to start is logged and exits non-zero.
+ * configuration is logged and exits 2. A failure to start (the broker, the registry or Redis away) is
+ * logged and tried again, with a fresh service and host, backing off, for START_WITHIN_MS; then, or
+ * at once for an error Tidemark knows will not pass (`retriable: false`), it exits 1.
  */
 export async function runMain<Schema extends z.ZodType<ProcessConfig>>(
   name: string,
@@ -80,15 +87,42 @@ export async function runMain<Schema extends z.ZodType<ProcessConfig>>(
     return null;
   }
   const logger = createLogger(name, config.LOG_LEVEL);
-  const host = createServiceHost({ name, port: config.HTTP_PORT, host: config.HTTP_HOST, logger });
-  runUntilSignalled(host, config.SHUTDOWN_GRACE_MS);
-  try {
-    await mountService(host, name, await create(config, host));
-    await host.listen();
-  } catch (error) {
-    logger.fatal({ err: error }, `${name} failed to start`);
-    await host.close();
-    process.exitCode = 1;
+  let host: ServiceHost | null = null;
+  let signalled = false;
+  runUntilSignalled(
+    {
+      name,
+      logger,
+      close: async () => {
+        signalled = true;
+        await host?.close();
+      },
+    },
+    config.SHUTDOWN_GRACE_MS,
+  );
+  const deadline = Date.now() + config.START_WITHIN_MS;
+  for (let pause: number = startRetry.firstMs; ; pause = Math.min(pause * 2, startRetry.maxMs)) {
+    const attempt = createServiceHost({ name, port: config.HTTP_PORT, host: config.HTTP_HOST, logger });
+    host = attempt;
+    try {
+      await mountService(attempt, name, await create(config, attempt));
+      await attempt.listen();
+      return attempt;
+    } catch (error) {
+      await attempt.close();
+      const knownToFail = error instanceof TidemarkError && !error.retriable;
+      if (signalled) return null;
+      if (knownToFail || Date.now() + pause > deadline) {
+        logger.fatal({ err: error }, `${name} failed to start`);
+        process.exitCode = 1;
+        return null;
+      }
+      logger.warn(
+        { err: error, retryInMs: pause },
+        `${name} could not start (a dependency away?); trying again`,
+      );
+      await new Promise((resolve) => setTimeout(resolve, pause));
+      if (signalled) return null;
+    }
   }
-  return host;
 }

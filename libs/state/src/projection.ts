@@ -129,7 +129,7 @@ export class Projection {
     const finish = queueApply(pipeline, this.#prefix, turns);
     const replies = await execAll(pipeline);
     const { outcomes, stalls } = finish(replies.slice(1));
-    await this.#indexStalls(stalls);
+    if (stalls.length > 0) await this.#indexStalls(stalls);
     return outcomes;
   }
 
@@ -147,7 +147,7 @@ export class Projection {
     const current = replies[replies.length - 1] as string | null;
     if (current !== epoch) return { ok: false, reason: 'epoch_changed', epoch: current };
     const { outcomes, stalls } = finish(replies.slice(0, -1));
-    await this.#indexStalls(stalls);
+    if (stalls.length > 0) await this.#indexStalls(stalls);
     return { ok: true, outcomes, stalls };
   }
 

@@ -1,41 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
 import { generateSession, type TurnEvent } from '@tidemark/core';
 import { Projection } from '@tidemark/state';
 import { redisClient, uniqueName } from '@tidemark/test-infra';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { dumpProjection, expectedWatermarks, expectMatchesFold, harness } from './harness.js';
+import { exited, freePort, startProcess } from './process.js';
 
-// The materializer as a real process (src/main.ts under tsx, configured by its environment), killed with
-// SIGKILL while it applies, then started again: the projection must equal that of a run without the kill.
-
-const serviceDir = new URL('..', import.meta.url).pathname;
-
-function startProcess(env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: serviceDir,
-    env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  onTestFinished(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  return child;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-const exited = (child: ChildProcess): Promise<void> =>
-  new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve();
-    else child.once('exit', () => resolve());
-  });
+// The materializer as a real process, killed with SIGKILL while it applies, then started again: the
+// projection must equal that of a run without the kill.
 
 describe('materializer process', () => {
   it('after SIGKILL mid-stream and a restart, holds the state of a run without the kill', async () => {

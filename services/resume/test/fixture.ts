@@ -84,15 +84,16 @@ export async function createWorld(): Promise<World> {
     groupId: uniqueName('materialize'),
     role: 'turns',
     onBatch: async (records) => {
-      await projection.applyBatch(
-        records.map((r) => ({ turn: r.value, partition: r.raw.partition, offset: r.raw.offset })),
-      );
+      // Positions first: a test waiting on the watermark reads them as soon as the batch is applied.
       for (const r of records) {
         const key = `${r.value.tenantId}/${r.value.sessionId}`;
         const map = positions.get(key) ?? new Map<number, { partition: number; offset: number }>();
         map.set(r.value.seq, { partition: r.raw.partition, offset: r.raw.offset });
         positions.set(key, map);
       }
+      await projection.applyBatch(
+        records.map((r) => ({ turn: r.value, partition: r.raw.partition, offset: r.raw.offset })),
+      );
     },
   });
   await materializer.run();
