@@ -12,6 +12,7 @@ const faultRuns = [
   'test/e2e/broker-faults.test.ts',
   'test/e2e/redis-loss.test.ts',
   'test/e2e/chaos.test.ts',
+  'test/e2e/network-faults.test.ts',
   'test/e2e/determinism.test.ts',
 ];
 const integration = {

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { sessionKey, type Bus, type EventConsumer } from '@tidemark/contract';
+import { sessionKey, topicNames, type Bus, type EventConsumer, type TopicRole } from '@tidemark/contract';
 import {
   definePolicy,
   type Compaction,
@@ -134,8 +134,16 @@ export async function provisionProcessDeployment(options: {
   readonly name: string;
   readonly workload: readonly (readonly TurnEvent[])[];
   readonly lossy: ReadonlySet<number>;
+  /** A broker or a Redis of the test's own (one it kills or flushes), instead of the shared stack's. */
+  readonly kafkaBrokers?: readonly string[];
+  readonly redisUrl?: string;
+  /** Settings beyond the deployment's own, for every service. */
+  readonly env?: Readonly<Record<string, string>>;
 }): Promise<ProcessDeployment> {
-  const { kafkaBrokers, schemaRegistryUrl, redisUrl } = endpoints();
+  const shared = endpoints();
+  const kafkaBrokers = options.kafkaBrokers ?? shared.kafkaBrokers;
+  const redisUrl = options.redisUrl ?? shared.redisUrl;
+  const { schemaRegistryUrl } = shared;
   const run = uniqueName(options.name);
   const topicPrefix = `${run}.`;
   const redisPrefix = `${run}:`;
@@ -174,6 +182,7 @@ export async function provisionProcessDeployment(options: {
     DIGEST_FAN_IN: String(basePolicy.digestFanIn),
     MAX_REPAIRS: '1',
     POLICY_OVERRIDES: JSON.stringify(overrides),
+    ...options.env,
   };
   const bus = await provision(env, createLogger(options.name, 'error'));
   const redis = new Redis(redisUrl);
@@ -214,6 +223,69 @@ export async function provisionProcessDeployment(options: {
       redis.disconnect();
     },
   };
+}
+
+/** The consumer groups each service commits in, and the topic role each reads. */
+function groupsOf(env: Readonly<Record<string, string>>): Record<ServiceName, [string, TopicRole][]> {
+  return {
+    materializer: [[env.MATERIALIZER_GROUP_ID!, 'turns']],
+    compactor: [[env.GROUP_ID!, 'turns']],
+    validator: [[env.VALIDATOR_GROUP_ID!, 'compactions']],
+    resume: [
+      [env.RESUME_GROUP_ID!, 'markers'],
+      [`${env.RESUME_GROUP_ID!}-nodes`, 'compactions'],
+    ],
+  };
+}
+
+/**
+ * Records on a service's topics its groups have not committed: work it holds in flight or has yet to
+ * fetch, which a SIGKILL now makes it (or its successor) do again. Null when the broker did not answer.
+ */
+export async function uncommitted(deployment: ProcessDeployment, name: ServiceName): Promise<number | null> {
+  if (!admins.has(deployment)) admins.set(deployment, connectAdmin(deployment));
+  try {
+    const admin = await admins.get(deployment)!;
+    const topics = topicNames(deployment.topicPrefix);
+    let total = 0;
+    for (const [groupId, role] of groupsOf(deployment.env)[name]) {
+      const topic = topics[role];
+      const [ends, [committed]] = await Promise.all([
+        admin.fetchTopicOffsets(topic),
+        admin.fetchOffsets({ groupId, topics: [topic] }),
+      ]);
+      for (const end of ends) {
+        const at = committed?.partitions.find((p) => p.partition === end.partition)?.offset ?? '-1';
+        total += Number(end.high) - (Number(at) < 0 ? Number(end.low) : Number(at));
+      }
+    }
+    return total;
+  } catch {
+    // The broker away (or back on a new connection): a fresh admin next time.
+    const admin = admins.get(deployment);
+    admins.delete(deployment);
+    void admin?.then((a) => a.disconnect()).catch(() => undefined);
+    return null;
+  }
+}
+
+/** kafkajs's admin client, as the Bus hands it out. */
+type Admin = Awaited<ReturnType<Bus['admin']>>;
+
+/** An admin client per deployment for `uncommitted`, replaced after a failure; closed with the bus. */
+const admins = new WeakMap<ProcessDeployment, Promise<Admin>>();
+function connectAdmin(deployment: ProcessDeployment): Promise<Admin> {
+  const admin = deployment.bus.kafka.admin();
+  const connected = admin.connect().then(() => admin);
+  connected.catch(() => admins.delete(deployment));
+  return connected;
+}
+
+/** Disconnects the deployment's `uncommitted` admin, if it has one. */
+export async function closeAdmin(deployment: ProcessDeployment): Promise<void> {
+  const admin = admins.get(deployment);
+  admins.delete(deployment);
+  await admin?.then((a) => a.disconnect()).catch(() => undefined);
 }
 
 /**

@@ -1,19 +1,21 @@
 import { decisionIdentity, Journal } from '@tidemark/cli';
-import { createPublisher, sessionKey } from '@tidemark/contract';
-import { seededRandom } from '@tidemark/core';
+import { ContractError, createPublisher, sessionKey } from '@tidemark/contract';
+import { seededRandom, type TurnEvent } from '@tidemark/core';
 import { createResumeClient, type ResumeLibraryClient } from '@tidemark/resume';
 import { generateWorkload } from '@tidemark/scenarios';
 import { createLogger } from '@tidemark/service';
 import { Projection } from '@tidemark/state';
-import { endpoints } from '@tidemark/test-infra';
+import { endpoints, LocalKafka, LocalRedis } from '@tidemark/test-infra';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import {
+  closeAdmin,
   killHard,
   provisionProcessDeployment,
   RawTap,
   ready,
   serviceNames,
   shuffled,
+  uncommitted,
   type ServiceName,
 } from './chaos-harness.js';
 import {
@@ -27,43 +29,67 @@ import {
 } from './reference-check.js';
 
 // The design's first reliability claim, end to end: the four services as separate processes, SIGKILLed
-// one at a time on a seeded random schedule while a workload is published, and restarted. Once all of
-// them run again and the pipeline is quiet, every session must hold exactly what the core reference (a
-// run without crashes) computes — every compaction id, a decision for every marker, the same trusted
-// markers, the same resume plan — with no turn lost from the projection, and every duplicate on the
-// topics byte-identical, so the journal (which keeps one copy) and the resume plan see each thing once.
+// one at a time on a seeded random schedule while a workload is published, and restarted; each kill lands
+// while the service has work it has not committed (records of its topics its groups have not committed,
+// checked at the moment of the kill: an idle service is not killed, the kill waits for the next chunk).
+// Two thirds in, the broker is SIGKILLed and restarted on its data; with TIDEMARK_CHAOS_FLUSH=1 Redis is
+// also flushed a third in (every store rebuilds from the topics). A broker and a Redis of the test's own. Once all of them run again and the
+// pipeline is quiet, every session must hold exactly what the core reference (a run without faults)
+// computes — every compaction id, a decision for every marker, the same trusted markers, the same resume
+// plan — with no turn lost from the projection, and every duplicate on the topics byte-identical, so the
+// journal (which keeps one copy) and the resume plan see each thing once.
+// `pnpm chaos --kills N` runs N kills (the suite: TIDEMARK_CHAOS_KILLS, default 20).
 
 const seed = 20261203;
+const kills = Number(process.env.TIDEMARK_CHAOS_KILLS ?? 20);
 const sessions = 12;
-const turnsPerSession = 120;
 /** Turns per session in each published chunk. */
-const chunkTurns = 10;
-/** One kill after each of the first chunks: at least two per service. */
-const kills = 10;
+const chunkTurns = 4;
+/** A chunk per kill, and more: for kills that wait for work (the broker away), and the quiet after the last. */
+const chunks = kills + 16;
+const turnsPerSession = chunkTurns * chunks;
+/**
+ * The chunk after which Redis is flushed (only with TIDEMARK_CHAOS_FLUSH=1, as `pnpm chaos` runs it:
+ * with SIGKILLs around the flush, 2 runs of 5 left a session's L1 undecided for good — an open bug, see
+ * docs/reliability.md), and the one after which the broker is killed.
+ */
+const flushAfter = process.env.TIDEMARK_CHAOS_FLUSH === '1' ? Math.floor(kills / 3) : -1;
+const brokerKillAfter = Math.floor((2 * kills) / 3);
+/** How long a kill waits for its victim to hold uncommitted work before it waits for the next chunk. */
+const workWaitMs = 3_000;
 /** Sessions compacted by the lossy narrative summarizer, so validator invalidations and repairs happen. */
 const narrativeSessions = new Set([1, 4, 7, 10]);
 const tenantId = 'chaos';
 
-describe('SIGKILL chaos across the four services', () => {
+describe('SIGKILL chaos across the four services, a broker kill (and a Redis flush)', () => {
   it(
-    'settles on the reference: same markers, no turn lost, every duplicate identical',
-    { timeout: 240_000 },
+    `settles on the reference after ${kills} kills on uncommitted work${flushAfter < 0 ? '' : ', a FLUSHALL'} and a broker restart`,
+    { timeout: 300_000 + kills * 8_000 },
     async () => {
       const started = Date.now();
       const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)}s`;
-      const { kafkaBrokers, schemaRegistryUrl } = endpoints();
+      const { schemaRegistryUrl } = endpoints();
+      const [kafka, localRedis] = await Promise.all([LocalKafka.start(), LocalRedis.start()]);
+      onTestFinished(async () => {
+        await kafka.stop();
+        await localRedis.stop();
+      });
       const workload = generateWorkload({ tenantId, sessions, turns: turnsPerSession, seed: 900 });
       const deployment = await provisionProcessDeployment({
         name: 'chaos',
         workload,
         lossy: narrativeSessions,
+        kafkaBrokers: kafka.brokers,
+        redisUrl: localRedis.url,
+        // A restarted service leaves as the member it replaces: its partitions come back in seconds.
+        env: { INSTANCE_ID: 'chaos' },
       });
       const { run, topicPrefix, redisPrefix, bus, redis, live, unexpected, launch, policyOf } = deployment;
-      // The kill schedule: every service twice in a seeded order, then random ones.
+      // The kill schedule: every service in a seeded order, again and again.
       const random = seededRandom(seed);
-      const schedule: ServiceName[] = shuffled([...serviceNames, ...serviceNames], random);
-      while (schedule.length < kills)
-        schedule.push(serviceNames[Math.floor(random() * serviceNames.length)]!);
+      const schedule: ServiceName[] = [];
+      while (schedule.length < kills) schedule.push(...shuffled(serviceNames, random));
+      schedule.length = kills;
       console.log(`chaos seed ${seed} (${run}): kills ${schedule.join(', ')}`);
 
       const logger = createLogger('chaos', 'error');
@@ -74,6 +100,7 @@ describe('SIGKILL chaos across the four services', () => {
         await Promise.all(clients.map((c) => c.close()));
         await journal?.close();
         await tap?.close();
+        await closeAdmin(deployment);
         await deployment.close();
       });
 
@@ -87,39 +114,92 @@ describe('SIGKILL chaos across the four services', () => {
       );
       tap = await RawTap.open(bus);
 
-      // Publish in chunks, round-robin over the sessions; a moment after each of the first chunks lands
-      // (while the services work on it) the next service of the schedule is killed, and restarted at once
-      // or after a moment, so the chunks after it arrive while it starts, and a service that comes up
-      // twice in a row is killed again somewhere in its start.
       const publisher = await createPublisher({
-        brokers: kafkaBrokers,
+        brokers: kafka.brokers,
         registryUrl: schemaRegistryUrl,
         clientId: `${run}-publisher`,
         topicPrefix,
         logger,
       });
+      // What the publisher's contract asks of a runtime: a retriable rejection (the broker away) is
+      // answered by publishing the same turns again, after a pause.
+      let rejections = 0;
+      const publish = async (turns: readonly TurnEvent[]): Promise<void> => {
+        for (;;) {
+          try {
+            await publisher.publishTurns(turns);
+            return;
+          } catch (error) {
+            if (!(error instanceof ContractError) || !error.retriable) throw error;
+            rejections++;
+            await sleep(1_000);
+          }
+        }
+      };
+
+      // Publish in chunks, round-robin over the sessions. While a chunk travels through the pipeline the
+      // next service of the schedule is killed, as soon as its groups hold records they have not
+      // committed, and restarted at once or after a moment, so the chunks after it arrive while it starts.
       let published = 0;
       const killed: string[] = [];
+      const victims = new Set<ServiceName>();
+      const recoveries: Promise<string>[] = [];
+      const faults: string[] = [];
       try {
-        for (let from = 0, step = 0; from < turnsPerSession; from += chunkTurns, step++) {
+        for (let step = 0; step < chunks; step++) {
+          const from = step * chunkTurns;
           const chunk = workload.flatMap((turns) => turns.slice(from, from + chunkTurns));
-          const sending = publisher.publishTurns(chunk);
-          const name = schedule[step];
-          if (name !== undefined) {
-            // Within the chunk's trip through the pipeline: while it is applied, compacted, validated.
-            await sleep(random() * 500);
-            const victim = live.get(name)!;
-            const state = (await victim.isReady()) ? 'running' : 'starting';
-            await killHard(victim);
-            const line = `${elapsed()} ${name} (${state}, chunk ${step + 1} sent ${published} turns before it)`;
-            killed.push(line);
-            console.log(`SIGKILL ${line}`);
+          const sending = publish(chunk);
+          const preferred = schedule[killed.length];
+          if (preferred !== undefined) {
+            // The scheduled service, once it holds work; failing that (its topics quiet for now: compactions
+            // come every 12 turns a session), the next service in the schedule's order that holds some.
+            const order = [preferred, ...serviceNames.filter((n) => n !== preferred)];
+            const deadline = Date.now() + workWaitMs;
+            let target: { name: ServiceName; work: number } | null = null;
+            while (target === null && Date.now() < deadline) {
+              const works = await Promise.all(order.map((n) => uncommitted(deployment, n)));
+              const at = works.findIndex(
+                (w, i) => (w ?? 0) > 0 && (i === 0 || Date.now() > deadline - 1_000),
+              );
+              if (at >= 0) target = { name: order[at]!, work: works[at]! };
+              else await sleep(20);
+            }
+            if (target !== null) {
+              const { name, work } = target;
+              const victim = live.get(name)!;
+              const state = (await victim.isReady()) ? 'running' : 'starting';
+              await killHard(victim);
+              const line = `${elapsed()} ${name} (${state}, ${work} records uncommitted, chunk ${step + 1})`;
+              killed.push(line);
+              victims.add(name);
+              console.log(`SIGKILL ${line}`);
+              const killedAt = Date.now();
+              setTimeout(() => {
+                const next = launch(name);
+                recoveries.push(
+                  ready(next, 120_000).then(
+                    () => `${name} ready ${((Date.now() - killedAt) / 1000).toFixed(1)} s after its kill`,
+                    () => `${name} killed at ${line}: its successor never got ready (or was killed too)`,
+                  ),
+                );
+              }, random() * 1_000);
+            }
           }
           await sending;
           published += chunk.length;
-          if (name !== undefined) {
-            await sleep(random() * 1_000);
-            launch(name);
+          if (step === flushAfter) {
+            await redis.flushall();
+            faults.push(`${elapsed()} Redis FLUSHALL after chunk ${step + 1}`);
+            console.log(faults.at(-1));
+          }
+          if (step === brokerKillAfter) {
+            await kafka.kill();
+            const at = elapsed();
+            await sleep(3_000);
+            await kafka.restart();
+            faults.push(`${at} broker SIGKILL after chunk ${step + 1}, restarted at ${elapsed()}`);
+            console.log(faults.at(-1));
           }
           await sleep(800 + random() * 1_200);
         }
@@ -128,8 +208,12 @@ describe('SIGKILL chaos across the four services', () => {
       }
       expect(published).toBe(sessions * turnsPerSession);
       expect(killed).toHaveLength(kills);
-      await Promise.all([...live.values()].map((p) => ready(p, 90_000)));
-      console.log(`${elapsed()} all published, every service restarted and ready`);
+      expect(faults).toHaveLength(flushAfter < 0 ? 1 : 2);
+      await sleep(1_000); // the last restart is launched within a second of its kill
+      await Promise.all([...live.values()].map((p) => ready(p, 120_000)));
+      console.log(
+        `${elapsed()} all published (${rejections} rejections republished), every service restarted and ready`,
+      );
 
       // The references: the whole pipeline of a run without crashes, per session, at the L0 positions
       // the turns really have (so compactions and decisions compare byte for byte, not by id alone).
@@ -145,6 +229,35 @@ describe('SIGKILL chaos across the four services', () => {
         abort: () => unexpected.length > 0,
       });
       console.log(`${elapsed()} settled: ${expected.length - pending.length}/${expected.length} sessions`);
+      // What an unsettled session's stages hold, for whoever reads a failure.
+      const projection = new Projection(redis, { prefix: redisPrefix });
+      for (const e of pending) {
+        const session = journal.session(e.tenantId, e.sessionId);
+        const decided = new Set(session.decisions.map((d) => d.markerId));
+        const undecided = session.compactions.filter((c) => !decided.has(c.marker.markerId));
+        const watermark = await projection.watermark(e.tenantId, e.sessionId);
+        const order = session.compactions.map(
+          (c) => `L${c.tier}:${c.span.fromSeq}-${c.span.toSeq}${c.repairOf === null ? '' : 'r'}`,
+        );
+        const verdicts = session.decisions.map(
+          (d) => `${d.type === 'marker_emitted' ? '+' : '-'}${d.markerId.slice(0, 6)}`,
+        );
+        console.log(
+          `${e.sessionId} compactions in topic order: ${order.join(' ')}; decisions: ${verdicts.join(' ')}`,
+        );
+        const keys = await redis.keys(`${redisPrefix}*${e.sessionId}*`);
+        console.log(
+          `unsettled ${e.sessionId}: undecided ${undecided.map((c) => `${c.marker.markerId.slice(0, 8)} L${c.tier} ${c.span.fromSeq}-${c.span.toSeq}`).join(', ') || 'none on the topic'}; ` +
+            `applied ${watermark.appliedSeq} broken ${JSON.stringify(watermark.broken)}; ${differences(session, e).join('; ').slice(0, 300)}; keys ${keys.join(' ')}`,
+        );
+      }
+      if (pending.length > 0) {
+        for (const name of serviceNames) {
+          console.log(
+            `${name} uncommitted ${await uncommitted(deployment, name)}; its output:\n${live.get(name)!.output()}`,
+          );
+        }
+      }
       expect(unexpected, 'a service exited on its own').toEqual([]);
       expect(await tap.caughtUp(30_000)).toBe(true);
       expect(await journal.caughtUp(30_000)).toBe(true);
@@ -192,8 +305,11 @@ describe('SIGKILL chaos across the four services', () => {
         expect(b.result.contextHash).toBe(a.result.contextHash);
       }
 
-      expect(new Set(schedule)).toEqual(new Set(serviceNames));
-      console.log(`${elapsed()} done after ${killed.length} kills:\n  ${killed.join('\n  ')}`);
+      expect(victims).toEqual(new Set(serviceNames));
+      const recovered = await Promise.all(recoveries);
+      console.log(
+        `${elapsed()} done after ${killed.length} kills:\n  ${killed.join('\n  ')}\n${faults.join('\n')}\nrestarts:\n  ${recovered.join('\n  ')}`,
+      );
     },
   );
 });

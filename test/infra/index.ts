@@ -9,6 +9,7 @@ export type { Endpoints } from './endpoints.js';
 export { LocalKafka } from './local-kafka.js';
 export { LocalRedis } from './local-redis.js';
 export { freePort } from './ports.js';
+export { startFaultProxy, type FaultProxy } from './fault-proxy.js';
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';
 

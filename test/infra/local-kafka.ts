@@ -29,6 +29,12 @@ const portOpen = (port: number): Promise<boolean> =>
     socket.once('error', () => resolve(false));
   });
 
+/** A broker listener that advertises another port: where a fault proxy in front of it listens. */
+export interface ProxiedListener {
+  readonly port: number;
+  readonly advertisedPort: number;
+}
+
 export class LocalKafka {
   readonly #dir = mkdtempSync(join(tmpdir(), 'tidemark-kafka-'));
   #child: ChildProcess | null = null;
@@ -37,11 +43,16 @@ export class LocalKafka {
   private constructor(
     readonly port: number,
     readonly controllerPort: number,
+    readonly proxied: ProxiedListener | null,
   ) {}
 
-  /** Formats its storage and starts it; resolves once the broker port accepts connections. */
-  static async start(): Promise<LocalKafka> {
-    const kafka = new LocalKafka(await freePort(), await freePort());
+  /**
+   * Formats its storage and starts it; resolves once the broker port accepts connections. With
+   * `proxied`, a second listener on `proxied.port` advertises `proxied.advertisedPort`: a client
+   * bootstrapped from a proxy there sends all its traffic through it (see fault-proxy.ts).
+   */
+  static async start(options: { readonly proxied?: ProxiedListener } = {}): Promise<LocalKafka> {
+    const kafka = new LocalKafka(await freePort(), await freePort(), options.proxied ?? null);
     kafka.#format();
     await kafka.restart();
     return kafka;
@@ -71,10 +82,16 @@ export class LocalKafka {
         'node.id=1',
         `controller.quorum.voters=1@127.0.0.1:${this.controllerPort}`,
         'controller.listener.names=CONTROLLER',
-        `listeners=PLAINTEXT://127.0.0.1:${this.port},CONTROLLER://127.0.0.1:${this.controllerPort}`,
-        `advertised.listeners=PLAINTEXT://127.0.0.1:${this.port}`,
+        `listeners=PLAINTEXT://127.0.0.1:${this.port},CONTROLLER://127.0.0.1:${this.controllerPort}${
+          this.proxied === null ? '' : `,PROXIED://127.0.0.1:${this.proxied.port}`
+        }`,
+        `advertised.listeners=PLAINTEXT://127.0.0.1:${this.port}${
+          this.proxied === null ? '' : `,PROXIED://127.0.0.1:${this.proxied.advertisedPort}`
+        }`,
         'inter.broker.listener.name=PLAINTEXT',
-        'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+        `listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT${
+          this.proxied === null ? '' : ',PROXIED:PLAINTEXT'
+        }`,
         `log.dirs=${join(this.#dir, 'data')}`,
         'num.partitions=1',
         'default.replication.factor=1',

@@ -1,0 +1,106 @@
+import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+
+// A TCP proxy on loopback for network-fault tests: put between a client and Kafka or Redis, it forwards
+// bytes both ways and, on demand, adds latency, drops every connection (reset, as a crashed middlebox
+// or a flapping link), or freezes (a partition: connections stay open, nothing goes through either way,
+// new ones are accepted and held), and comes back. Order within a connection is always kept.
+
+export interface FaultProxy {
+  /** `127.0.0.1:<port>`: where a client connects instead of the target. */
+  readonly address: string;
+  readonly port: number;
+  /** Delays every chunk by this long, each way (0: none). */
+  delay(ms: number): void;
+  /** Resets every open connection; new ones are forwarded as before. */
+  drop(): void;
+  /** Forwards nothing, either way, until `restore` (open connections kept, new ones held). */
+  freeze(): void;
+  /** Ends a freeze: held bytes and connections go on. */
+  restore(): void;
+  close(): Promise<void>;
+}
+
+interface Pair {
+  readonly client: Socket;
+  readonly upstream: Socket;
+}
+
+/** Starts a proxy to `target` on `port` (0: any free port). */
+export async function startFaultProxy(
+  target: { readonly host: string; readonly port: number },
+  port = 0,
+): Promise<FaultProxy> {
+  const pairs = new Set<Pair>();
+  let delayMs = 0;
+  let frozen = false;
+
+  /** Copies `from` to `to`, delayed as set when each chunk arrives, in order. */
+  const relay = (from: Socket, to: Socket): void => {
+    let last = 0;
+    from.on('data', (chunk: Buffer) => {
+      if (delayMs === 0 && last <= Date.now()) {
+        to.write(chunk);
+        return;
+      }
+      last = Math.max(Date.now() + delayMs, last);
+      setTimeout(() => to.destroyed || to.write(chunk), last - Date.now());
+    });
+  };
+
+  const server: Server = createServer((client) => {
+    const upstream = connect(target);
+    const pair = { client, upstream };
+    pairs.add(pair);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      pairs.delete(pair);
+    };
+    for (const socket of [client, upstream]) socket.on('error', end).on('close', end);
+    relay(client, upstream);
+    relay(upstream, client);
+    if (frozen) {
+      client.pause();
+      upstream.pause();
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
+  const bound = (server.address() as AddressInfo).port;
+
+  const drop = (): void => {
+    for (const { client, upstream } of pairs) {
+      client.resetAndDestroy();
+      upstream.destroy();
+    }
+    pairs.clear();
+  };
+  return {
+    address: `127.0.0.1:${bound}`,
+    port: bound,
+    delay(ms) {
+      delayMs = ms;
+    },
+    drop,
+    freeze() {
+      frozen = true;
+      for (const { client, upstream } of pairs) {
+        client.pause();
+        upstream.pause();
+      }
+    },
+    restore() {
+      frozen = false;
+      for (const { client, upstream } of pairs) {
+        client.resume();
+        upstream.resume();
+      }
+    },
+    async close() {
+      drop();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
