@@ -1,6 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { sessionKey, topicNames, type Bus, type EventConsumer, type TopicRole } from '@tidemark/contract';
+import {
+  groupLag,
+  sessionKey,
+  topicNames,
+  type Bus,
+  type EventConsumer,
+  type TopicRole,
+} from '@tidemark/contract';
 import {
   definePolicy,
   type Compaction,
@@ -249,15 +256,7 @@ export async function uncommitted(deployment: ProcessDeployment, name: ServiceNa
     const topics = topicNames(deployment.topicPrefix);
     let total = 0;
     for (const [groupId, role] of groupsOf(deployment.env)[name]) {
-      const topic = topics[role];
-      const [ends, [committed]] = await Promise.all([
-        admin.fetchTopicOffsets(topic),
-        admin.fetchOffsets({ groupId, topics: [topic] }),
-      ]);
-      for (const end of ends) {
-        const at = committed?.partitions.find((p) => p.partition === end.partition)?.offset ?? '-1';
-        total += Number(end.high) - (Number(at) < 0 ? Number(end.low) : Number(at));
-      }
+      total += await groupLag(admin, groupId, topics[role]);
     }
     return total;
   } catch {

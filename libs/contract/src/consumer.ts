@@ -9,6 +9,7 @@ import type { BusProducer } from './producer.js';
 import type { Registry } from './registry.js';
 import type { EventsByRole, TopicNames, TopicRole } from './topics.js';
 import { leavePreviousMember, releaseCrashedMember, type MemberLedger } from './group-leave.js';
+import { groupLag } from './group-lag.js';
 
 // The consuming side of the bus: a batch consumer that decodes and validates every record, dead-letters
 // what it cannot use and hands the rest to the service in offset order, commits a batch only once the
@@ -338,23 +339,12 @@ export class BusConsumer<R extends TopicRole> implements EventConsumer {
   }
 
   async lag(): Promise<number> {
-    const admin = await this.#bus.admin();
-    const [ends, committed] = await Promise.all([
-      admin.fetchTopicOffsets(this.#topic),
-      admin.fetchOffsets({ groupId: this.#options.groupId, topics: [this.#topic] }),
-    ]);
-    const done = new Map<number, number>();
-    for (const topic of committed) for (const p of topic.partitions) done.set(p.partition, Number(p.offset));
-    let lag = 0;
-    for (const p of ends) {
-      const high = Number(p.high);
-      const low = Number(p.low);
-      const at = done.get(p.partition) ?? -1;
-      // Nothing committed yet: a group from the beginning has everything ahead of it.
-      const from = at >= 0 ? at : (this.#options.fromBeginning ?? true) ? low : high;
-      lag += Math.max(0, high - from);
-    }
-    return lag;
+    return groupLag(
+      await this.#bus.admin(),
+      this.#options.groupId,
+      this.#topic,
+      this.#options.fromBeginning ?? true,
+    );
   }
 
   async stop(): Promise<void> {

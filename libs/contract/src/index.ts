@@ -19,6 +19,7 @@ export { decodeRecord, type DecodedRecord, type RawRecord } from './decode.js';
 export { Registry } from './registry.js';
 export { Bus, type BusOptions } from './bus.js';
 export { type EventConsumer } from './consumer.js';
+export { groupLag } from './group-lag.js';
 export { deadLetterOf, defaultMaxEventBytes, type EventProducer } from './producer.js';
 export {
   createPublisher,

@@ -49,10 +49,10 @@
 -- The session's watermark and broken mark, read once and kept current as this call writes them.
 local meta = redis.call('HMGET', KEYS[1], 'applied', 'brokenSeq')
 local applied = tonumber(meta[1] or '0')
-local brokenSeq = meta[2] and tonumber(meta[2])
+local brokenSeq = meta[2] and tonumber(meta[2]) or nil
 local brokenAt = nil
 local function stalled()
-  return brokenSeq ~= false and brokenSeq ~= nil and brokenSeq > applied
+  return brokenSeq ~= nil and brokenSeq > applied
 end
 local stalledBefore = stalled()
 

@@ -1,9 +1,9 @@
 import { generateSession, type TurnEvent } from '@tidemark/core';
 import { Projection } from '@tidemark/state';
-import { redisClient, uniqueName } from '@tidemark/test-infra';
+import { freePort, redisClient, uniqueName } from '@tidemark/test-infra';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { dumpProjection, expectedWatermarks, expectMatchesFold, harness } from './harness.js';
-import { exited, freePort, startProcess } from './process.js';
+import { exited, startProcess } from './process.js';
 
 // The materializer as a real process, killed with SIGKILL while it applies, then started again: the
 // projection must equal that of a run without the kill.

@@ -1,8 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { onTestFinished } from 'vitest';
 
-export { freePort } from '@tidemark/test-infra';
-
 // The materializer as a real process (src/main.ts under tsx, configured by its environment), for the
 // tests that kill it, start it early or watch it exit.
 

@@ -1,8 +1,8 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { endpoints } from '@tidemark/test-infra';
+import { endpoints, freePort } from '@tidemark/test-infra';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { harness } from './harness.js';
-import { exited, freePort, startProcess } from './process.js';
+import { exited, startProcess } from './process.js';
 
 // A service process started while the broker is away (a whole-stack restart, the broker still coming
 // up): it keeps trying, with a fresh service each time, and starts once the broker answers; if it never
