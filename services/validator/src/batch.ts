@@ -82,6 +82,19 @@ class RetriableBatchError extends TidemarkError<'frame_write_refused'> {
   }
 }
 
+/**
+ * Boundaries of the batch the projection has not reached yet, for the pipeline's own reasons: it is
+ * redelivered, and decided once the state is there (a verdict never depends on how long that took).
+ */
+class StateBehindError extends TidemarkError<'state_unavailable'> {
+  override readonly name: string = 'StateBehindError';
+  constructor(boundaries: number) {
+    super('state_unavailable', `the projection is behind ${boundaries} boundaries of the batch`, {
+      retriable: true,
+    });
+  }
+}
+
 interface SessionWork extends SessionRef {
   readonly inputs: BatchInput[];
 }
@@ -222,7 +235,7 @@ async function decideSessions(
 
   // 2. Slow path: the watermark each lagging session must reach, waited for concurrently, bounded.
   const waitStarted = performance.now();
-  const covered = new Map<string, number>();
+  const watermarks = new Map<string, { appliedSeq: number; broken: { seq: number } | null }>();
   await Promise.all(
     [...lagging].map(async ([key, inputs]) => {
       const { tenantId, sessionId } = sessions.get(key)!;
@@ -235,35 +248,44 @@ async function decideSessions(
       );
       const result: WaitResult = waited.ok ? 'ok' : waited.reason;
       deps.metrics.waited(result, (performance.now() - waitStarted) / 1000);
-      if (waited.ok) covered.set(key, needed);
-      else if (waited.reason === 'rebuilding') covered.set(key, 0);
-      else {
-        // Behind or broken: the boundaries the watermark does cover can still be decided. The
-        // watermark is read after the wait, so every turn up to it is applied before the reads below.
-        covered.set(key, coveredBy(await deps.projection.watermark(tenantId, sessionId)));
-      }
+      // Read after the wait: every turn up to it is applied before the state reads below.
+      watermarks.set(key, await deps.projection.watermark(tenantId, sessionId));
     }),
   );
 
-  // 3. Slow path: the state of every boundary the watermark now covers, read together.
+  // 3. Slow path: each boundary is decided on its state once the watermark covers it, or as
+  // unverifiable when a broken mark lies at or before it (the log itself keeps that state from ever
+  // being complete). Anything else is the pipeline's own delay (the materializer behind, the
+  // projection rebuilding after a Redis loss): deciding on it would make the verdict a function of
+  // timing, so the batch is deferred (redelivered) and decided once the state is there.
+  let behind = 0;
   await Promise.all(
     [...lagging].flatMap(([key, inputs]) =>
       inputs.map(async ({ node }) => {
-        const applied = covered.get(key)!;
-        if (node.span.toSeq > applied) {
-          states.set(node.compactionId, missingState(node, applied));
-          return;
+        const watermark = watermarks.get(key)!;
+        const toSeq = node.span.toSeq;
+        if (toSeq <= coveredBy(watermark)) {
+          // The state's own watermark (read with it) must still cover the boundary: Redis may have been
+          // lost, and the projection be rebuilding, since the wait.
+          const state = await deps.projection.stateAt(boundaryQuery(node));
+          if (state.appliedSeq >= toSeq) states.set(node.compactionId, state);
+          else behind++;
+        } else if (watermark.broken !== null && watermark.broken.seq <= toSeq) {
+          states.set(node.compactionId, missingState(node, coveredBy(watermark)));
+        } else {
+          behind++;
         }
-        // The state's own watermark (read with it) must still cover the boundary: Redis may have been
-        // lost, and the projection be rebuilding, since the wait.
-        const state = await deps.projection.stateAt(boundaryQuery(node));
-        states.set(
-          node.compactionId,
-          state.appliedSeq >= node.span.toSeq ? state : missingState(node, state.appliedSeq),
-        );
       }),
     ),
   );
+  if (behind > 0) {
+    deps.metrics.deferred();
+    deps.logger.warn(
+      { boundaries: behind, sessions: lagging.size, waitedMs: deps.watermarkTimeoutMs },
+      'the projection has not reached these boundaries yet (materializer behind or rebuilding): the batch is deferred',
+    );
+    throw new StateBehindError(behind);
+  }
 
   // 4. Decide in order per session, then one write per session.
   for (const [key, inputs] of toDecide) {

@@ -4,8 +4,8 @@ import type { Compaction, StateAtBoundary } from '@tidemark/core';
 // themselves are core's session decider (`decide`/`evolve` in libs/core/src/session-frame.ts).
 
 /**
- * The state to decide on when the projection cannot answer for the boundary (behind after the wait,
- * broken before it, or lost): nothing but the watermark. The core check then reports `unverifiable` and
+ * The state to decide on when the log keeps the projection from ever answering for the boundary (a broken
+ * mark at or before it): nothing but the watermark. The core check then reports `unverifiable` and
  * evaluates nothing else, so no marker is ever emitted on missing state.
  */
 export function missingState(node: Compaction, appliedSeq: number): StateAtBoundary {

@@ -13,6 +13,8 @@ export interface ValidatorMetrics {
   latency(seconds: number): void;
   waited(result: WaitResult, seconds: number): void;
   redelivered(kind: 'published' | 'pending'): void;
+  /** A batch redelivered because the projection had not reached its boundaries after the wait. */
+  deferred(): void;
   rebuilt(sessions: number): void;
   batch(seconds: number, compactions: number): void;
 }
@@ -53,6 +55,11 @@ export function validatorMetrics(register: Registry): ValidatorMetrics {
     name: 'tidemark_validator_redeliveries_total',
     help: 'Compactions seen again: already published (nothing sent) or recorded but unconfirmed (re-sent, same bytes).',
     labelNames: ['kind'] as const,
+    registers,
+  });
+  const deferrals = new Counter({
+    name: 'tidemark_validator_deferred_batches_total',
+    help: 'Batches redelivered undecided because the projection had not reached their boundaries after the bounded wait (the materializer behind, or rebuilding).',
     registers,
   });
   const rebuilds = new Counter({
@@ -102,6 +109,9 @@ export function validatorMetrics(register: Registry): ValidatorMetrics {
     },
     redelivered(kind) {
       redeliveries.inc({ kind });
+    },
+    deferred() {
+      deferrals.inc();
     },
     rebuilt(sessions) {
       rebuilds.inc();

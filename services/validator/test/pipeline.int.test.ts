@@ -146,8 +146,9 @@ describe('the validator over generated sessions', () => {
     const frames = new FrameStore(h.redis, { prefix: h.prefix });
     await frames.restore('before-crash', []);
 
-    // A validator decides the first compaction while the projection is behind (unverifiable), records
-    // it, and dies before its publish reaches the broker.
+    // A validator decides the first compaction on its complete state (emitted), records it, and dies
+    // before its publish reaches the broker.
+    await applyAll(h, played);
     const crashed = decideBatch(
       {
         frames,
@@ -162,16 +163,18 @@ describe('the validator over generated sessions', () => {
     );
     await expect(crashed).rejects.toThrow('SIGKILL');
 
-    // The state arrives; the restarted validator gets the compaction again.
-    await applyAll(h, played);
+    // Meanwhile the session breaks at its first turn (a conflicting redelivery, say): decided again, the
+    // first compaction would be unverifiable. The restarted validator gets it again and re-publishes
+    // what it recorded; everything after it is decided on the broken session.
+    await h.projection.markBroken(first.tenantId, first.sessionId, 1, 'conflicting_redelivery');
     await h.startValidator();
     await h.publish(run.compactions);
     const expected = replayWith(run, (node, state) =>
-      node.compactionId === first.compactionId ? { ...state, appliedSeq: 0 } : state,
+      node.compactionId === first.compactionId ? state : { ...state, appliedSeq: 0 },
     );
     await h.waitForMarkers(expected.length);
     expect(lines(h.markersOf(turns[0]!.sessionId))).toEqual(lines(expected));
-    expect(h.markers[0]).toMatchObject({ type: 'marker_invalid', markerId: first.marker.markerId });
+    expect(h.markers[0]).toMatchObject({ type: 'marker_emitted', markerId: first.marker.markerId });
     const loaded = await frames.load([{ ...first, compactionIds: [first.compactionId] }]);
     expect(loaded.ok && loaded.sessions.get(sessionKeyOf(first))?.decided.get(first.compactionId)).toEqual({
       status: 'published',

@@ -1,23 +1,22 @@
 import {
-  canonicalJson,
   definePolicy,
   generateSession,
   runReference,
   type BoundaryQuery,
-  type MarkerDecision,
   isVerdict,
   repairable,
 } from '@tidemark/core';
 import { describe, expect, it } from 'vitest';
 import type { ProjectionReader } from '../src/index.js';
-import { harness } from './harness.js';
+import { harness, lines } from './harness.js';
 
 // The validator against a lagging materializer: every compaction is published before a single turn is
 // applied, then the turns trickle in. Whatever the interleaving, no marker is emitted on a boundary
-// whose turns were not all applied when the validator read its state.
+// whose turns were not all applied when the validator read its state, and every verdict is the one the
+// reference decides with all the state there (the wait is bounded; a boundary not reached is deferred).
 
 describe('the validator racing a lagging materializer', () => {
-  it('never emits a marker on state that had not been applied', async () => {
+  it('never emits a marker on state that had not been applied, and decides as if it always had been', async () => {
     const h = await harness({ WATERMARK_TIMEOUT_MS: '700' });
     const sessions = [601, 602, 603].map((seed) => {
       const turns = generateSession(seed, { tenantId: 'race', sessionId: `race-${seed}`, turns: 320 });
@@ -73,51 +72,33 @@ describe('the validator racing a lagging materializer', () => {
     expect(h.markers.filter(isVerdict)).toHaveLength(due());
 
     let emitted = 0;
-    let unverifiable = 0;
     let waitedThenEmitted = 0;
     for (const { run, turns } of sessions) {
       const { sessionId } = turns[0]!;
-      const reference = new Map<string, MarkerDecision>(
-        run.decisions.filter(isVerdict).map((d) => [d.markerId, d]),
-      );
-      for (const decision of h.markersOf(sessionId).filter(isVerdict)) {
-        const expected = reference.get(decision.markerId)!;
-        if (decision.type === 'marker_emitted') {
-          emitted++;
-          // Emitted only where the reference (all state present) emits, byte for byte...
-          expect(canonicalJson(decision)).toBe(canonicalJson(expected));
-          // ...and only after the validator read a state applied through the boundary (it may have read
-          // the boundary before, optimistically, and found it behind).
-          const usable = reads.filter(
-            (r) =>
-              r.sessionId === sessionId &&
-              r.toSeq === decision.toSeq &&
-              r.appliedSeq >= decision.toSeq &&
-              r.appliedByTest >= decision.toSeq - 19,
-          );
-          expect(usable.length).toBeGreaterThan(0);
-          const behind = reads.some(
-            (r) => r.sessionId === sessionId && r.toSeq === decision.toSeq && r.appliedSeq < decision.toSeq,
-          );
-          if (behind) waitedThenEmitted++;
-          continue;
-        }
-        const conditions = decision.violations.map((v) => v.condition);
-        if (conditions.includes('unverifiable')) {
-          unverifiable++;
-          expect(conditions.filter((c) => c !== 'depth')).toEqual(['unverifiable']);
-          continue;
-        }
-        // Decided on complete state: the reference's violations (the fallback may differ, as earlier
-        // markers may have been unverifiable here and emitted there).
-        expect(expected.type).toBe('marker_invalid');
-        expect(decision.violations).toEqual(expected.type === 'marker_invalid' ? expected.violations : []);
+      // The verdicts do not depend on how far behind the materializer was: the reference's, byte for
+      // byte, as if every turn had been applied before the first compaction.
+      expect(lines(h.markersOf(sessionId))).toEqual(lines(run.decisions));
+      for (const decision of h.markersOf(sessionId).filter((d) => d.type === 'marker_emitted')) {
+        emitted++;
+        // Emitted only after the validator read a state applied through the boundary (it may have read
+        // the boundary before, optimistically, and found it behind).
+        const usable = reads.filter(
+          (r) =>
+            r.sessionId === sessionId &&
+            r.toSeq === decision.toSeq &&
+            r.appliedSeq >= decision.toSeq &&
+            r.appliedByTest >= decision.toSeq - 19,
+        );
+        expect(usable.length).toBeGreaterThan(0);
+        const behind = reads.some(
+          (r) => r.sessionId === sessionId && r.toSeq === decision.toSeq && r.appliedSeq < decision.toSeq,
+        );
+        if (behind) waitedThenEmitted++;
       }
     }
     // Nothing was applied when the compactions were published: markers were found behind, waited for,
     // and emitted once their state had arrived.
     expect(emitted).toBeGreaterThan(0);
     expect(waitedThenEmitted).toBeGreaterThan(0);
-    expect(unverifiable).toBeGreaterThanOrEqual(0);
   });
 });
