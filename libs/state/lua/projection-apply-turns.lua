@@ -43,13 +43,16 @@
                                                   that seq, which stays)
            and, after the turns' replies, how the call changed whether the session is stalled (waiting
            for a turn past its watermark: brokenSeq > applied, as projection-read.ts reads it):
-           {0} no change, {1, brokenAt, applied + 1} a stall began, {-1} a stall ended
+           {0} not stalled before or after, {1, brokenAt, applied + 1} a stall began, {-1} a stall
+           ended, {2, brokenAt, applied + 1} still stalled (the caller re-asserts its index entry: a
+           crash may have lost the write that followed the call that began the stall)
   Refusals and skipped changes mark the session broken at the turn's seq (the earliest mark is kept).
 ]]
 -- The session's watermark and broken mark, read once and kept current as this call writes them.
-local meta = redis.call('HMGET', KEYS[1], 'applied', 'brokenSeq')
+local meta = redis.call('HMGET', KEYS[1], 'applied', 'brokenSeq', 'brokenAt')
 local applied = tonumber(meta[1] or '0')
 local brokenSeq = meta[2] and tonumber(meta[2]) or nil
+local markedAt = meta[3] and tonumber(meta[3]) or nil
 local brokenAt = nil
 local function stalled()
   return brokenSeq ~= nil and brokenSeq > applied
@@ -199,6 +202,8 @@ if stalledAfter and not stalledBefore then
   replies[#replies + 1] = {1, brokenAt, applied + 1}
 elseif stalledBefore and not stalledAfter then
   replies[#replies + 1] = {-1}
+elseif stalledAfter then
+  replies[#replies + 1] = {2, brokenAt or markedAt or 0, applied + 1}
 else
   replies[#replies + 1] = {0}
 end

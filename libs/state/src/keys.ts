@@ -72,7 +72,7 @@ export const windowsLayout = (prefix: string, namespace: string): StoreLayout =>
 //
 //   <prefix>proj:epoch:3                   string  the projection's epoch; absent = lost, never built or older
 //   <prefix>proj:rebuilding                string  JSON {epoch, reason, since}: a rebuild is under way
-//   <prefix>proj:stalled                   zset    session key (core sessionKey) by since (ms): stalled sessions
+//   <prefix>proj:stalled                   zset    the session's meta key by since (ms): stalled sessions
 //   <prefix>proj:{tenant/session}:meta     hash    applied (watermark), brokenSeq, brokenReason, brokenAt
 //   <prefix>proj:{tenant/session}:turns    hash    seq -> the turn's content hash
 //   <prefix>proj:{tenant/session}:pos      hash    seq -> "partition:offset" in turns.l0

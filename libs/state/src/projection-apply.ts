@@ -38,11 +38,13 @@ const applyReply = { applied: 1, redelivered: 2, seqGap: -1, conflict: -2 } as c
 
 /**
  * A session that began or ceased to wait for a turn past its watermark (stalled, as the watermark reads
- * it): told by the apply and mark scripts, kept in the projection's index of stalled sessions.
+ * it), or is still waiting: told by the apply and mark scripts for every session a call touched that is
+ * or was stalled, kept in the projection's index of stalled sessions. `continued` tells nothing new; it
+ * re-asserts the index entry, which a crash between the script and the index write may have lost.
  */
 export type StallChange =
   | {
-      readonly change: 'began';
+      readonly change: 'began' | 'continued';
       readonly tenantId: string;
       readonly sessionId: string;
       readonly expectedSeq: number;
@@ -147,13 +149,13 @@ export function queueApply(
   };
 }
 
-/** A script's stall reply ({0}, {1, brokenAt, expectedSeq} or {-1}: see its header), into `stalls`. */
+/** A script's stall reply ({0}, {1 or 2, brokenAt, expectedSeq} or {-1}: see its header), into `stalls`. */
 export function readStall(session: SessionRef, reply: unknown, stalls: StallChange[]): void {
   const [change, since, expectedSeq] = reply as [number, number?, number?];
-  if (change === 1) {
+  if (change === 1 || change === 2) {
     const { tenantId, sessionId } = session;
     stalls.push({
-      change: 'began',
+      change: change === 1 ? 'began' : 'continued',
       tenantId,
       sessionId,
       expectedSeq: Number(expectedSeq),

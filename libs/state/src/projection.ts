@@ -151,24 +151,41 @@ export class Projection {
     return { ok: true, outcomes, stalls };
   }
 
-  /** How many sessions are stalled: waiting for a turn past their watermark that was refused. */
-  stalledSessions(): Promise<number> {
-    return this.#redis.zcard(stalledIndexKey(this.#prefix));
+  /**
+   * How many sessions are stalled: waiting for a turn past their watermark that was refused. Reconciles
+   * the index with the sessions' marks as it counts (O(stalled sessions), a rare few): an entry whose
+   * session is no longer stalled (a crash lost the removal that followed the apply that ended the stall)
+   * is dropped.
+   */
+  async stalledSessions(): Promise<number> {
+    const key = stalledIndexKey(this.#prefix);
+    const members = await this.#redis.zrange(key, 0, -1);
+    if (members.length === 0) return 0;
+    // A member is the session's meta key; read together (auto-pipelined, each on its own slot).
+    const marks = await Promise.all(members.map((meta) => this.#redis.hmget(meta, 'applied', 'brokenSeq')));
+    const stale = members.filter((_, i) => {
+      const [applied, brokenSeq] = marks[i]!;
+      return brokenSeq == null || Number(brokenSeq) <= Number(applied ?? 0);
+    });
+    if (stale.length > 0) await this.#redis.zrem(key, ...stale);
+    return members.length - stale.length;
   }
 
   /**
-   * Keeps the stalled index in step with the sessions' marks: one round trip, only in a batch that began
-   * or ended a stall (rare). A crash before it leaves the index behind the marks until the session's
-   * next stall change; the marks themselves (what status and resume read) are never wrong.
+   * Keeps the stalled index in step with the sessions' marks: one round trip, only in a batch that
+   * touched a session that is or was stalled (rare). Every such batch re-asserts the entry, so a crash
+   * between the scripts and this write is mended by the batch's redelivery; an entry a crash left behind
+   * is dropped when the gauge reads the index. The marks themselves (what status and resume read) are
+   * never wrong.
    */
   async #indexStalls(stalls: readonly StallChange[]): Promise<void> {
     if (stalls.length === 0) return;
     const key = stalledIndexKey(this.#prefix);
     const pipeline = this.#redis.pipeline();
     for (const stall of stalls) {
-      const member = sessionKey(stall.tenantId, stall.sessionId);
-      if (stall.change === 'began') pipeline.zadd(key, stall.since, member);
-      else pipeline.zrem(key, member);
+      const member = sessionKeys(this.#prefix, stall.tenantId, stall.sessionId).meta;
+      if (stall.change === 'ended') pipeline.zrem(key, member);
+      else pipeline.zadd(key, stall.since, member);
     }
     await execAll(pipeline);
   }

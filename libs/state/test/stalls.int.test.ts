@@ -1,5 +1,6 @@
 import { generateSession, seededRandom, type TurnEvent } from '@tidemark/core';
 import { redisClient } from '@tidemark/test-infra';
+import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { Projection, type PositionedTurn } from '../src/index.js';
 
@@ -7,9 +8,9 @@ import { Projection, type PositionedTurn } from '../src/index.js';
 // refused): what the materializer's stalled-sessions gauge reads. It must count exactly the sessions
 // whose watermark says `stalled`, whatever order turns arrive in, and go with the projection.
 
-function projection(): { store: Projection; prefix: string } {
+function projection(): { store: Projection; prefix: string; redis: Redis } {
   const { redis, prefix } = redisClient();
-  return { store: new Projection(redis, { prefix }), prefix };
+  return { store: new Projection(redis, { prefix }), prefix, redis };
 }
 
 const positioned = (turns: readonly TurnEvent[]): PositionedTurn[] =>
@@ -30,8 +31,10 @@ describe('the stalled-sessions index', () => {
     });
     expect(await store.stalledSessions()).toBe(1);
 
-    // 4 arrives: still waiting (for 5 now), nothing changed.
-    expect(await store.applyBatchInEpoch(epoch, positioned([turns[3]!]))).toMatchObject({ stalls: [] });
+    // 4 arrives: still waiting (for 5 now), nothing new to tell (the entry is re-asserted).
+    expect(await store.applyBatchInEpoch(epoch, positioned([turns[3]!]))).toMatchObject({
+      stalls: [{ change: 'continued', sessionId: 'gap', expectedSeq: 5 }],
+    });
     expect(await store.stalledSessions()).toBe(1);
 
     expect(await store.applyBatchInEpoch(epoch, positioned(turns.slice(4)))).toMatchObject({
@@ -64,6 +67,35 @@ describe('the stalled-sessions index', () => {
     expect(await store.stalledSessions()).toBe(2);
     expect((await store.watermark('a/x', 's')).stalled).toMatchObject({ expectedSeq: 2 });
     expect((await store.watermark('}a{', '{}*:%7D')).stalled).toMatchObject({ expectedSeq: 2 });
+  });
+
+  it('mends an index a crash left behind: a lost entry on the batch redelivery, a stale one at the gauge read', async () => {
+    const { store, prefix, redis } = projection();
+    const index = `${prefix}proj:stalled`;
+    const turns = generateSession(25, { turns: 6, sessionId: 'crashed' });
+    await store.applyBatch(positioned(turns.slice(0, 3)));
+    const epoch = (await store.epoch())!;
+
+    // The apply began the stall, and the process died before its index write: the entry is missing.
+    await store.applyBatchInEpoch(epoch, positioned(turns.slice(4)));
+    await redis.del(index);
+    expect(await store.stalledSessions()).toBe(0);
+    // The batch is redelivered (its offsets were not committed): the entry is back.
+    const again = await store.applyBatchInEpoch(epoch, positioned(turns.slice(4)));
+    expect(again).toMatchObject({ stalls: [{ change: 'continued', sessionId: 'crashed', expectedSeq: 4 }] });
+    expect(await store.stalledSessions()).toBe(1);
+    const since = (await store.watermark('tenant-a', 'crashed')).stalled?.since;
+    expect(Number(await redis.zscore(index, (await redis.zrange(index, 0, -1))[0]!))).toBe(
+      new Date(since!).getTime(),
+    );
+
+    // The missing turn ends the stall, and the process dies before the removal: the gauge drops it.
+    const members = await redis.zrange(index, 0, -1, 'WITHSCORES');
+    await store.applyBatchInEpoch(epoch, positioned(turns.slice(3)));
+    await redis.zadd(index, members[1]!, members[0]!);
+    expect(await redis.zcard(index)).toBe(1);
+    expect(await store.stalledSessions()).toBe(0);
+    expect(await redis.zcard(index)).toBe(0);
   });
 
   it('equals the sessions whose watermark says stalled, under any arrival order, and clears with the projection', async () => {

@@ -338,7 +338,7 @@ class MaterializerService implements Materializer {
           { session, expectedSeq: stall.expectedSeq },
           `session stalled: waiting for seq ${stall.expectedSeq}; publish it (again) and what follows`,
         );
-      } else {
+      } else if (stall.change === 'ended') {
         this.#logger.info({ session }, 'session no longer stalled: the turn it waited for was applied');
       }
     }
