@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sessionKey, type BoundaryQuery, type DeadLetterReason, type StateAtBoundary } from '@tidemark/core';
+import { type BoundaryQuery, type DeadLetterReason, type StateAtBoundary } from '@tidemark/core';
 import type { Redis, Result } from 'ioredis';
 import { luaScript, projectionLayout, rebuildingKey, sessionKeys, stalledIndexKey } from './keys.js';
 import {
