@@ -8,11 +8,14 @@
 
   KEYS[1]  win    string  the SessionWindow JSON
   KEYS[2]  turns  hash    seq -> TurnEvent JSON, the window's turns
+  KEYS[3]  nodes  hash    id -> node JSON, the nodes the window names
 
   ARGV[1]  the SHA-1 of the window JSON the batch loaded, or "" when it loaded none
   ARGV[2]  the new window JSON
-  ARGV[3]  n, the number of turns added; then n pairs: seq, TurnEvent JSON
-  then     the seqs compacted by this batch (their turns are no longer needed)
+  then     n, the number of turns added, then n pairs: seq, TurnEvent JSON
+  then     d, the number of seqs compacted by this batch (their turns are no longer needed), then d seqs
+  then     m, the number of nodes added, then m pairs: id, node JSON
+  then     the ids of the nodes the window no longer names
 
   Returns  1   written
            -1  window_moved: the stored window is not the one the batch loaded; nothing written
@@ -25,13 +28,22 @@ elseif loaded ~= '' then
   return -1
 end
 -- In slices: unpack is bounded by Lua's C stack (a few thousand values).
-local added = tonumber(ARGV[3])
-local first, last = 4, 3 + added * 2
-for from = first, last, 1000 do
-  redis.call('HSET', KEYS[2], unpack(ARGV, from, math.min(from + 999, last)))
+local function each(command, key, from, last)
+  for at = from, last, 1000 do
+    redis.call(command, key, unpack(ARGV, at, math.min(at + 999, last)))
+  end
 end
+local at = 3
+local turns = tonumber(ARGV[at])
+each('HSET', KEYS[2], at + 1, at + turns * 2)
+at = at + turns * 2 + 1
+local compacted = tonumber(ARGV[at])
+local compactedFrom = at + 1
+at = at + compacted + 1
+local nodes = tonumber(ARGV[at])
+each('HSET', KEYS[3], at + 1, at + nodes * 2)
+at = at + nodes * 2 + 1
 redis.call('SET', KEYS[1], ARGV[2])
-for from = last + 1, #ARGV, 1000 do
-  redis.call('HDEL', KEYS[2], unpack(ARGV, from, math.min(from + 999, #ARGV)))
-end
+each('HDEL', KEYS[2], compactedFrom, compactedFrom + compacted - 1)
+each('HDEL', KEYS[3], at, #ARGV)
 return 1

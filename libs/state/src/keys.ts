@@ -9,10 +9,11 @@ import { sessionKey } from '@tidemark/core';
 //   projection   proj:epoch:3, proj:lock                 proj:{t/s}:<part>, proj:stalled (below)
 //   frames       frames:epoch:3, frames:lock             frame:{t/s}, decided:{t/s}
 //   plans        resume:epoch:3, resume:rebuild-lock     resume:{t/s}, resume-nodes:{t/s}, resume-ctx:{t/s}
-//   windows      cmp:<ns>:epoch:3, cmp:<ns>:lock         cmp:<ns>:{t/s}:win, cmp:<ns>:{t/s}:turns
+//   windows      cmp:<ns>:epoch:4, cmp:<ns>:lock         cmp:<ns>:{t/s}:win, :turns, :nodes
 //
 // Epoch keys name the layout's version (`:3`): a store built by an older layout reads as absent and is
 // rebuilt from the topics. 3: `{` and `}` in ids are escaped in the hash tag (stalled index added).
+// Windows 4: a window names its nodes, whose bodies are in the session's `nodes` hash.
 
 /** A session's key in a store: `<prefix><store>:{tenant/session}`. */
 export function sessionStoreKey(prefix: string, store: string, ref: SessionRef): string {
@@ -42,6 +43,8 @@ export interface StoreLayout {
 
 /** The version of the key layout and stored shapes, in every epoch key (see the top of this file). */
 const layoutVersion = 3;
+/** The windows' own: 4 since a window names its nodes instead of holding them. */
+const windowsLayoutVersion = 4;
 
 export const projectionLayout = (prefix: string): StoreLayout => ({
   epochKey: `${prefix}proj:epoch:${layoutVersion}`,
@@ -63,7 +66,7 @@ export const plansLayout = (prefix: string): StoreLayout => ({
 
 /** The compactor's windows of one namespace (generation and policy). */
 export const windowsLayout = (prefix: string, namespace: string): StoreLayout => ({
-  epochKey: `${prefix}cmp:${namespace}:epoch:${layoutVersion}`,
+  epochKey: `${prefix}cmp:${namespace}:epoch:${windowsLayoutVersion}`,
   lockKey: `${prefix}cmp:${namespace}:lock`,
   statePatterns: [sessionKeysPattern(prefix, `cmp:${namespace}`)],
 });

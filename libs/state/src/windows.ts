@@ -10,10 +10,15 @@ import { StoreLifecycle } from './store-lifecycle.js';
 // process holds nothing between batches: memory stays flat however many sessions are open, and a
 // SIGKILL loses nothing. Per session, under the session's hash tag (one Cluster slot):
 //
-//   <prefix>cmp:<ns>:epoch:3                 string  set once the namespace exists; absent = lost (Redis
+//   <prefix>cmp:<ns>:epoch:4                 string  set once the namespace exists; absent = lost (Redis
 //                                                    flushed) or new: windows are rebuilt from turns.l0
 //   <prefix>cmp:<ns>:{tenant/session}:win    string  the compactor's window as JSON (opaque here)
 //   <prefix>cmp:<ns>:{tenant/session}:turns  hash    seq -> TurnEvent JSON, for the window's turns only
+//   <prefix>cmp:<ns>:{tenant/session}:nodes  hash    id -> node JSON (opaque here), for the nodes the
+//                                                    window names only
+//
+// The window is what every batch reads and writes, so it is kept small: it names its nodes, whose
+// bodies (kilobytes each) are written once, when made, and read only when a summary needs them.
 //
 // Write order per batch (see the compactor's README): the compactions topic, then windows. A crash
 // between the two redoes the batch, which recomputes the same bytes under the same ids.
@@ -26,7 +31,12 @@ import { StoreLifecycle } from './store-lifecycle.js';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    tidemarkWindowsCommit(win: string, turns: string, ...args: (string | number)[]): Result<number, Context>;
+    tidemarkWindowsCommit(
+      win: string,
+      turns: string,
+      nodes: string,
+      ...args: (string | number)[]
+    ): Result<number, Context>;
   }
 }
 
@@ -41,6 +51,11 @@ export interface WindowUpdate<W extends SessionRef> {
   readonly added: readonly TurnEvent[];
   /** Seqs compacted in this batch whose turns were stored by an earlier one. */
   readonly dropped: readonly number[];
+  /** Nodes the window names from this batch on (id, body), and ids it no longer names. */
+  readonly nodes?: {
+    readonly added: readonly (readonly [id: string, body: unknown])[];
+    readonly dropped: readonly string[];
+  };
 }
 
 export interface LoadedWindows<W> {
@@ -90,7 +105,7 @@ export class WindowStore<W extends SessionRef> {
 
   constructor(redis: Redis, options: { readonly prefix: string; readonly namespace: string }) {
     // defineCommand is idempotent per name on a connection; the service and replay may share one.
-    redis.defineCommand('tidemarkWindowsCommit', { numberOfKeys: 2, lua: luaScript('windows-commit') });
+    redis.defineCommand('tidemarkWindowsCommit', { numberOfKeys: 3, lua: luaScript('windows-commit') });
     this.#redis = redis;
     this.#prefix = options.prefix;
     this.#store = `cmp:${options.namespace}`;
@@ -133,6 +148,23 @@ export class WindowStore<W extends SessionRef> {
   }
 
   /**
+   * The bodies of a session's nodes with these ids, in the order asked. A missing one means the window
+   * outlived its nodes: WindowsLostError, as for turns.
+   */
+  async loadNodes<N>(ref: SessionRef, ids: readonly string[]): Promise<N[]> {
+    if (ids.length === 0) return [];
+    const raw = await this.#redis.hmget(`${this.#session(ref)}nodes`, ...ids);
+    return raw.map((value, index) => {
+      if (value === null) {
+        throw new WindowsLostError(
+          `node ${ids[index]} of the window of ${ref.tenantId}/${ref.sessionId} is not in the store`,
+        );
+      }
+      return JSON.parse(value) as N;
+    });
+  }
+
+  /**
    * The batch's windows, in one round trip, after its compactions are durably published; each written
    * only over the window its batch loaded. Within a session's script the order is that of a crash-safe
    * sequence anyway: new turns, then the window, then the compacted turns. Throws WindowMovedError
@@ -141,16 +173,21 @@ export class WindowStore<W extends SessionRef> {
   async commit(updates: readonly WindowUpdate<W>[]): Promise<void> {
     if (updates.length === 0) return;
     const pipeline = this.#redis.pipeline();
-    for (const { window, loaded, added, dropped } of updates) {
+    for (const { window, loaded, added, dropped, nodes } of updates) {
       const key = this.#session(window);
       void pipeline.tidemarkWindowsCommit(
         `${key}win`,
         `${key}turns`,
+        `${key}nodes`,
         loaded,
         JSON.stringify(window),
         added.length,
         ...added.flatMap((turn) => [String(turn.seq), JSON.stringify(turn)]),
+        dropped.length,
         ...dropped.map(String),
+        nodes?.added.length ?? 0,
+        ...(nodes?.added ?? []).flatMap(([id, body]) => [id, JSON.stringify(body)]),
+        ...(nodes?.dropped ?? []),
       );
     }
     const moved = (await execAll(pipeline))

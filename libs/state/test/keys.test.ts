@@ -100,7 +100,7 @@ describe('projection keys', () => {
       'p:proj:epoch:3',
       'p:frames:epoch:3',
       'p:resume:epoch:3',
-      'p:cmp:g1:x:epoch:3',
+      'p:cmp:g1:x:epoch:4',
     ]);
   });
 

@@ -87,4 +87,46 @@ describe('the window store', () => {
     await redis.hdel(`${prefix}cmp:g1:test:{acme/fenced}:turns`, '1');
     await expect(store.loadTurns(ref, [1, 2])).rejects.toBeInstanceOf(WindowsLostError);
   });
+
+  it('keeps the bodies of the nodes a window names, drops those it stops naming, and treats a missing one as lost state', async () => {
+    const { redis, prefix } = redisClient();
+    const store = windowStore(redis, prefix);
+    await store.lifecycle.reset('epoch-1');
+    const body = (id: string) => ({ id, summary: 'x'.repeat(4_000) });
+    await store.commit([
+      {
+        window: windowWith([1]),
+        loaded: '',
+        added: [turns[0]!],
+        dropped: [],
+        nodes: {
+          added: [
+            ['n1', body('n1')],
+            ['n2', body('n2')],
+          ],
+          dropped: [],
+        },
+      },
+    ]);
+    expect(await store.loadNodes(ref, ['n2', 'n1'])).toEqual([body('n2'), body('n1')]);
+    // The window stays small: the bodies are beside it.
+    expect(await redis.strlen(`${prefix}cmp:g1:test:{acme/fenced}:win`)).toBeLessThan(200);
+
+    const loaded = await store.loadWindows([ref]);
+    await store.commit([
+      {
+        window: windowWith([2]),
+        loaded: loaded.versions[0]!,
+        added: [turns[1]!],
+        dropped: [1],
+        nodes: { added: [['n3', body('n3')]], dropped: ['n1'] },
+      },
+    ]);
+    expect(await redis.hkeys(`${prefix}cmp:g1:test:{acme/fenced}:nodes`)).toEqual(
+      expect.arrayContaining(['n2', 'n3']),
+    );
+    expect(await redis.hlen(`${prefix}cmp:g1:test:{acme/fenced}:nodes`)).toBe(2);
+    expect(await redis.hkeys(`${prefix}cmp:g1:test:{acme/fenced}:turns`)).toEqual(['2']);
+    await expect(store.loadNodes(ref, ['n1'])).rejects.toBeInstanceOf(WindowsLostError);
+  });
 });

@@ -32,6 +32,7 @@ import {
   type CompactionContext,
   type SessionWindow,
   type StateAnswer,
+  namedNodes,
   windowOf,
 } from './window.js';
 
@@ -142,11 +143,19 @@ export class CompactionEngine {
         }
         produced.push(...result.produced);
         const kept = new Set(result.window.turns.map((t) => t.seq));
+        const named = namedNodes(result.window);
+        const before = namedNodes(start);
         updates.push({
           window: result.window,
           loaded: loaded.versions[index]!,
           added: result.accepted.filter((t) => kept.has(t.seq)),
           dropped: start.turns.filter((t) => !kept.has(t.seq)).map((t) => t.seq),
+          nodes: {
+            added: result.produced
+              .filter((c) => named.has(c.node.compactionId))
+              .map((c) => [c.node.compactionId, c] as const),
+            dropped: [...before].filter((id) => !named.has(id)),
+          },
         });
         if (result.window.turns.length > 0) this.#open.add(key);
         else this.#open.delete(key);
@@ -182,6 +191,7 @@ export class CompactionEngine {
         const bySeq = new Map(stored.map((t) => [t.seq, t]));
         return seqs.map((seq) => batchTurns.get(seq) ?? bySeq.get(seq)!);
       },
+      nodes: (tenantId, sessionId, ids) => store.loadNodes<Compacted>({ tenantId, sessionId }, ids),
       observe: (tier, seconds) => metrics.summarizerSeconds.observe({ tier: String(tier) }, seconds),
     };
   }

@@ -9,6 +9,7 @@ import {
   type BoundaryQuery,
   type Compaction,
   type CompactionSpan,
+  type PlannedNode,
   type Policy,
   type StateAtBoundary,
   type Summarizer,
@@ -21,7 +22,9 @@ import {
 // A session's compaction window and the one function that advances it. Everything here is a function
 // of L0 and the policy: the window holds the uncompacted turns (their seq, size and L0 position; the
 // text lives in the store), the first-attempt nodes not yet digested, and the newest first attempt of
-// each tier (the next node's prior frame). No validator decision enters it, so a compactor that
+// each tier (the next node's prior frame) — by what planning reads of them; their bodies live in the
+// store too, read only when a summary quotes them. Every batch reads and writes the window, so it stays
+// a few hundred bytes per turn or node, however long the summaries. No validator decision enters it, so a compactor that
 // recomputes a window after a crash, or a replay, publishes the same bytes under the same ids.
 
 /** An accepted, uncompacted turn: what planning needs, and where the turn lives in turns.l0. */
@@ -39,27 +42,26 @@ export interface SessionWindow {
   readonly lastSeq: number;
   readonly turns: readonly WindowTurn[];
   /** First attempts not yet digested (what planNext needs). */
-  readonly nodes: readonly Compaction[];
+  readonly nodes: readonly PlannedNode[];
   /** The newest first attempt of each tier, digested or not (what priorNodeOf needs). */
-  readonly priors: readonly Compaction[];
-  /**
-   * The strict renditions (core's asStrict) of those nodes and priors a lossy summarizer wrote, by id:
-   * what a strict summary quotes for them, so a repair never quotes a lossy node.
-   */
-  readonly renditions: Readonly<Record<string, Summary>>;
+  readonly priors: readonly PlannedNode[];
 }
 
 export function emptyWindow(tenantId: string, sessionId: string): SessionWindow {
-  return { tenantId, sessionId, lastSeq: 0, turns: [], nodes: [], priors: [], renditions: {} };
+  return { tenantId, sessionId, lastSeq: 0, turns: [], nodes: [], priors: [] };
 }
 
-/** A session's window as the store holds it (null: none yet); one stored before renditions has none. */
+/** A session's window as the store holds it (null: none yet). */
 export function windowOf(
-  stored: (Omit<SessionWindow, 'renditions'> & Partial<SessionWindow>) | null,
+  stored: SessionWindow | null,
   ref: { readonly tenantId: string; readonly sessionId: string },
 ): SessionWindow {
-  if (stored === null) return emptyWindow(ref.tenantId, ref.sessionId);
-  return { ...stored, renditions: stored.renditions ?? {} };
+  return stored ?? emptyWindow(ref.tenantId, ref.sessionId);
+}
+
+/** The ids of the nodes a window names (their bodies are kept while it does). */
+export function namedNodes(window: SessionWindow): Set<string> {
+  return new Set([...window.nodes, ...window.priors].map((n) => n.compactionId));
 }
 
 /**
@@ -87,7 +89,10 @@ export function admit(
   };
 }
 
-/** A node as produced, with the strict summary its repair publishes (null: its own is strict). */
+/**
+ * A node as produced, with the strict summary its repair publishes (null: its own is strict): what the
+ * store keeps of each node the window names.
+ */
 export interface Compacted {
   readonly node: Compaction;
   readonly strict: Summary | null;
@@ -107,6 +112,8 @@ export interface CompactionContext {
   stateAt(query: BoundaryQuery): Promise<StateAnswer>;
   /** The turns of a session with these seqs, in seq order (the window holds positions, not text). */
   turns(tenantId: string, sessionId: string, seqs: readonly number[]): Promise<readonly TurnEvent[]>;
+  /** The stored nodes of a session with these ids, in the order asked (the window names them). */
+  nodes(tenantId: string, sessionId: string, ids: readonly string[]): Promise<readonly Compacted[]>;
   /** Called around each summarizer run, for latency metrics. */
   observe?(tier: number, seconds: number): void;
 }
@@ -121,18 +128,36 @@ export type Advance =
       readonly produced: readonly Compacted[];
     };
 
-/** Compacts whatever the policy says is due, step by step, until planNext is idle. */
-export async function advance(start: SessionWindow, context: CompactionContext): Promise<Advance> {
+/**
+ * Compacts whatever the policy says is due, step by step, until planNext is idle. `known` holds the
+ * bodies of nodes at hand (those made earlier in the same batch); others are read from the context.
+ */
+export async function advance(
+  start: SessionWindow,
+  context: CompactionContext,
+  known: Map<string, Compacted> = new Map(),
+): Promise<Advance> {
   const { policy } = context;
   const { tenantId, sessionId } = start;
+  const bodies = async (ids: readonly string[]): Promise<Compacted[]> => {
+    const missing = ids.filter((id) => !known.has(id));
+    if (missing.length > 0) {
+      for (const stored of await context.nodes(tenantId, sessionId, missing)) {
+        known.set(stored.node.compactionId, stored);
+      }
+    }
+    return ids.map((id) => known.get(id)!);
+  };
+  const rendition = ({ node, strict }: Compacted) => asStrict(node, strict);
   let window = start;
   const produced: Compacted[] = [];
   for (;;) {
     const step = planNext(policy, { lastSeq: window.lastSeq, turns: window.turns, nodes: window.nodes });
     if (step.kind === 'idle') return { ok: true, window, produced };
     const { tier, fromSeq, toSeq } = step;
-    const rendition = (node: Compaction) => asStrict(node, window.renditions[node.compactionId] ?? null);
-    const priorFrame = priorNodeOf(window.priors, tier, fromSeq);
+    const priorRef = priorNodeOf(window.priors, tier, fromSeq);
+    const prior = priorRef === null ? null : (await bodies([priorRef.compactionId]))[0]!;
+    const priorFrame = prior?.node ?? null;
     const answer = await context.stateAt(summaryQuery({ tenantId, sessionId, fromSeq, toSeq, priorFrame }));
     if (!answer.ok) return { ok: false, reason: answer.reason, window, produced };
 
@@ -155,8 +180,9 @@ export async function advance(start: SessionWindow, context: CompactionContext):
         break;
       }
       case 'digest': {
-        const nodes = step.children.map((id) => window.nodes.find((n) => n.compactionId === id)!);
-        spanOf = (strict) => ({ kind: 'nodes', nodes: strict ? nodes.map(rendition) : nodes });
+        const stored = await bodies(step.children);
+        const nodes = stored.map((c) => c.node);
+        spanOf = (strict) => ({ kind: 'nodes', nodes: strict ? stored.map(rendition) : nodes });
         span = {
           fromSeq,
           toSeq,
@@ -201,7 +227,7 @@ export async function advance(start: SessionWindow, context: CompactionContext):
     // renditions of the children and the prior, as core's reference does.
     let strict: Summary | null = null;
     if (context.summarizer.name !== 'strict') {
-      const strictPrior = priorFrame === null ? null : rendition(priorFrame);
+      const strictPrior = prior === null ? null : rendition(prior);
       let state = answer.state;
       if (strictPrior !== priorFrame) {
         const again = await context.stateAt(
@@ -218,22 +244,20 @@ export async function advance(start: SessionWindow, context: CompactionContext):
       });
     }
     produced.push({ node, strict });
+    known.set(node.compactionId, { node, strict });
     const digested = new Set(children);
-    const nodes = [...window.nodes.filter((n) => !digested.has(n.compactionId)), node];
-    const priors = [...window.priors.filter((n) => n.tier !== tier), node];
-    const kept = new Set([...nodes, ...priors].map((n) => n.compactionId));
-    const renditions = Object.fromEntries(
-      Object.entries({
-        ...window.renditions,
-        ...(strict === null ? {} : { [node.compactionId]: strict }),
-      }).filter(([id]) => kept.has(id)),
-    );
+    const planned: PlannedNode = {
+      compactionId: node.compactionId,
+      tier: node.tier,
+      span: node.span,
+      tokenCount: node.tokenCount,
+      attempt: node.attempt,
+    };
     window = {
       ...window,
       turns: step.kind === 'summary' ? window.turns.filter((t) => t.seq > toSeq) : window.turns,
-      nodes,
-      priors,
-      renditions,
+      nodes: [...window.nodes.filter((n) => !digested.has(n.compactionId)), planned],
+      priors: [...window.priors.filter((n) => n.tier !== tier), planned],
     };
   }
 }
@@ -259,6 +283,7 @@ export async function ingest(
   onAccepted?: (turn: TurnEvent) => void,
 ): Promise<Ingested> {
   let window = start;
+  const known = new Map<string, Compacted>();
   const produced: Compacted[] = [];
   const accepted: TurnEvent[] = [];
   const admissions: Record<Admission, number> = { accepted: 0, duplicate: 0, gap: 0, invalid: 0 };
@@ -268,7 +293,7 @@ export async function ingest(
     if (admitted.admission !== 'accepted') continue;
     accepted.push(turn);
     onAccepted?.(turn);
-    const result = await advance(admitted.window, context);
+    const result = await advance(admitted.window, context, known);
     window = result.window;
     produced.push(...result.produced);
     if (!result.ok) return { window, produced, accepted, admissions, stopped: result.reason };

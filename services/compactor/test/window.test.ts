@@ -28,10 +28,21 @@ import { withRepairs } from '../src/engine.js';
 
 const version = 'compactor-test';
 
-function contextFor(turns: readonly TurnEvent[], policy: Policy): CompactionContext {
+/** The nodes a batch made, stored as the store keeps them (JSON) for the batches after it. */
+type NodeStore = Map<string, string>;
+function keep(stored: NodeStore, produced: readonly Compacted[]): void {
+  for (const c of produced) stored.set(c.node.compactionId, JSON.stringify(c));
+}
+
+function contextFor(
+  turns: readonly TurnEvent[],
+  policy: Policy,
+  stored: NodeStore = new Map(),
+): CompactionContext {
   const { fold } = foldTurns(turns[0]!.tenantId, turns[0]!.sessionId, turns);
   const bySeq = new Map(turns.map((t) => [t.seq, t]));
   return {
+    nodes: (_t, _s, ids) => Promise.resolve(ids.map((id) => JSON.parse(stored.get(id)!) as Compacted)),
     policy,
     generation: 1,
     compactorVersion: version,
@@ -47,7 +58,8 @@ async function compactInBatches(
   policy: Policy,
   seed: number,
 ): Promise<{ produced: Compacted[]; window: SessionWindow }> {
-  const context = contextFor(turns, policy);
+  const stored: NodeStore = new Map();
+  const context = contextFor(turns, policy, stored);
   const random = seededRandom(seed);
   let window = emptyWindow(turns[0]!.tenantId, turns[0]!.sessionId);
   const produced: Compacted[] = [];
@@ -62,6 +74,9 @@ async function compactInBatches(
     expect(result.stopped).toBeNull();
     window = result.window;
     produced.push(...result.produced);
+    keep(stored, result.produced);
+    // The window names few nodes, whatever the session's length: their bodies are stored beside it.
+    expect(JSON.stringify(window).length).toBeLessThan(2_000 + 100 * window.turns.length);
   }
   return { produced, window };
 }
@@ -153,7 +168,8 @@ describe('the compaction window', () => {
 
   it('waits without losing work when the state is not there yet', async () => {
     const policy = definePolicy({ l1EveryTurns: 10 });
-    const context = contextFor(turns, policy);
+    const stored: NodeStore = new Map();
+    const context = contextFor(turns, policy, stored);
     let window = emptyWindow(turns[0]!.tenantId, turns[0]!.sessionId);
     for (const turn of turns.slice(0, 30))
       window = admit(window, turn, { partition: 0, offset: turn.seq - 1 }).window;
@@ -166,6 +182,7 @@ describe('the compaction window', () => {
     const first = await advance(window, flaky);
     expect(first).toMatchObject({ ok: false, reason: 'timeout' });
     expect(first.produced.map((c) => c.node.span.toSeq)).toEqual([10]);
+    keep(stored, first.produced);
     const second = await advance(first.window, context);
     expect([...first.produced, ...(second.ok ? second.produced : [])].map((c) => c.node.span.toSeq)).toEqual([
       10, 20, 30,
