@@ -21,5 +21,5 @@ while [ $# -gt 0 ]; do
 done
 cd "$(dirname "$0")/.."
 bash infra/stack.sh up
-export TIDEMARK_CHAOS_KILLS="$kills" TIDEMARK_CHAOS_FLUSH=1 TIDEMARK_PARTITION_MS=60000 TIDEMARK_REDIS_LOSSES=10 TIDEMARK_REDIS_FREEZE_MS=20000 TIDEMARK_BROKER_FREEZE_MS=20000
+export TIDEMARK_CHAOS_KILLS="$kills" TIDEMARK_PARTITION_MS=60000 TIDEMARK_REDIS_LOSSES=10 TIDEMARK_REDIS_FREEZE_MS=20000 TIDEMARK_BROKER_FREEZE_MS=20000
 exec npx vitest run --project faults test/e2e/redis-loss.test.ts test/e2e/broker-faults.test.ts test/e2e/chaos.test.ts test/e2e/network-faults.test.ts

@@ -32,8 +32,8 @@ import {
 // one at a time on a seeded random schedule while a workload is published, and restarted; each kill lands
 // while the service has work it has not committed (records of its topics its groups have not committed,
 // checked at the moment of the kill: an idle service is not killed, the kill waits for the next chunk).
-// Two thirds in, the broker is SIGKILLed and restarted on its data; with TIDEMARK_CHAOS_FLUSH=1 Redis is
-// also flushed a third in (every store rebuilds from the topics). A broker and a Redis of the test's own. Once all of them run again and the
+// A third in, Redis is FLUSHALLed (every store rebuilds from the topics; TIDEMARK_CHAOS_FLUSH=0 leaves
+// it out); two thirds in, the broker is SIGKILLed and restarted on its data. A broker and a Redis of the test's own. Once all of them run again and the
 // pipeline is quiet, every session must hold exactly what the core reference (a run without faults)
 // computes — every compaction id, a decision for every marker, the same trusted markers, the same resume
 // plan — with no turn lost from the projection, and every duplicate on the topics byte-identical, so the
@@ -51,12 +51,8 @@ const chunkTurns = 4;
  */
 const chunks = 2 * kills;
 const turnsPerSession = chunkTurns * chunks;
-/**
- * The chunk after which Redis is flushed (only with TIDEMARK_CHAOS_FLUSH=1, as `pnpm chaos` runs it:
- * with SIGKILLs around the flush, 2 runs of 7 left a session's L1 undecided for good — an open bug, see
- * docs/reliability.md), and the one after which the broker is killed.
- */
-const flushAfter = process.env.TIDEMARK_CHAOS_FLUSH === '1' ? Math.floor(kills / 3) : -1;
+/** The chunk after which Redis is flushed, and the one after which the broker is killed. */
+const flushAfter = process.env.TIDEMARK_CHAOS_FLUSH === '0' ? -1 : Math.floor(kills / 3);
 const brokerKillAfter = Math.floor((2 * kills) / 3);
 /** How long a kill waits for its victim to hold uncommitted work before it waits for the next chunk. */
 const workWaitMs = 3_000;
