@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 // The repository root is not a workspace package (it has no dependencies of its own), so the bench
@@ -31,6 +32,7 @@ import {
   type TurnEvent,
 } from '../libs/core/src/index.js';
 import { generateWorkload } from '../libs/scenarios/src/index.js';
+import { describeSelfTime, mainProfileIn, readProfile, selfTime } from './cpu-profile.js';
 import { commonConfig, createLogger, parseConfig, z } from '../libs/service/src/index.js';
 
 // End-to-end pipeline throughput (design.md, "Targets"): the same turns through (1) a bare kafkajs
@@ -66,6 +68,7 @@ const options = {
   seed: { type: 'string', default: '1' },
   timeline: { type: 'boolean', default: false },
   processes: { type: 'boolean', default: false },
+  'cpu-prof': { type: 'string', default: '' },
   help: { type: 'boolean', short: 'h', default: false },
 } as const satisfies ParseArgsConfig['options'];
 const described: Record<keyof typeof options, string> = {
@@ -76,14 +79,18 @@ const described: Record<keyof typeof options, string> = {
   seed: 'the workload seed and its interleaving',
   timeline: 'print every stage sample (one per 250 ms)',
   processes: 'run each service in its own process instead of all four in this one',
+  'cpu-prof':
+    "with --processes: write each service's V8 CPU profile under this directory and print its top self-time functions",
   help: 'print these options and exit',
 };
 
 function usage(): string {
   const rows = Object.entries(options).map(([name, option]) => {
-    const flag = `${'short' in option ? `-${option.short}, ` : ''}--${name}${option.type === 'string' ? ' <n>' : ''}`;
+    const value = name === 'cpu-prof' ? ' <dir>' : ' <n>';
+    const flag = `${'short' in option ? `-${option.short}, ` : ''}--${name}${option.type === 'string' ? value : ''}`;
     const text = described[name as keyof typeof options];
-    return [flag, option.type === 'string' ? `${text} (default ${option.default})` : text] as const;
+    const shown = option.type === 'string' && option.default !== '';
+    return [flag, shown ? `${text} (default ${option.default})` : text] as const;
   });
   const width = Math.max(...rows.map(([flag]) => flag.length));
   return [
@@ -133,6 +140,8 @@ const turnsPerSession = positive('turns', flags.turns);
 const rate = positive('rate', flags.rate, 0);
 const partitions = positive('partitions', flags.partitions);
 const seed = positive('seed', flags.seed);
+const profileDir = flags['cpu-prof'] === '' ? null : path.resolve(flags['cpu-prof']);
+if (profileDir !== null && !flags.processes) refuse('--cpu-prof needs --processes (one profile per service)');
 const command = `pnpm exec tsx bench/pipeline.ts ${process.argv.slice(2).join(' ')}`.trim();
 
 const config = parseConfig(z.object(commonConfig), process.env);
@@ -490,7 +499,17 @@ async function main(): Promise<void> {
     await bus.disconnect();
     await dropDeployment(env).catch(() => undefined);
   }
+  if (profileDir !== null) outcome.push('', ...profiles(profileDir));
   process.stdout.write(`${outcome.join('\n')}\n`);
+}
+
+/** Each service's top self-time functions, from the profiles it wrote as it exited. */
+function profiles(dir: string): string[] {
+  return serviceNames.flatMap((name) => {
+    const file = mainProfileIn(path.join(dir, name));
+    if (file === null) return [`${name}: no profile written`];
+    return describeSelfTime(`${name} (${path.relative(process.cwd(), file)})`, selfTime(readProfile(file)));
+  });
 }
 
 /** The pipeline as the bench drives it: a bus on its topics, and a way to stop it. */
@@ -506,15 +525,18 @@ async function oneProcess(env: Env): Promise<RunningPipeline> {
   return pipeline;
 }
 
+const serviceNames = ['materializer', 'compactor', 'validator', 'resume'] as const;
+
 /**
  * Each service in its own process, as in production, so the machine's cores are all used: `node --import
  * tsx services/<name>/src/main.ts`, ready when its /readyz answers 200.
  */
 async function serviceProcesses(env: Env, bus: Bus): Promise<RunningPipeline> {
   await provisionTopics(await bus.admin(), bus.topics, { partitions });
-  const names = ['materializer', 'compactor', 'validator', 'resume'];
-  const children = names.map((name, index) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const children = serviceNames.map((name, index) => {
+    // A profile is written when the process exits (the graceful stop below).
+    const profile = profileDir === null ? [] : ['--cpu-prof', '--cpu-prof-dir', path.join(profileDir, name)];
+    const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'src/main.ts'], {
       cwd: fileURLToPath(new URL(`../services/${name}/`, import.meta.url)),
       env: { ...process.env, ...env, HTTP_PORT: String(17_410 + index) },
       stdio: ['ignore', 'ignore', 'inherit'],

@@ -34,7 +34,16 @@ function bench(args: readonly string[]): Promise<Run> {
   );
 }
 
-const options = ['--sessions', '--turns', '--rate', '--partitions', '--seed', '--timeline', '--processes'];
+const options = [
+  '--sessions',
+  '--turns',
+  '--rate',
+  '--partitions',
+  '--seed',
+  '--timeline',
+  '--processes',
+  '--cpu-prof <dir>',
+];
 
 describe('bench/pipeline.ts options', () => {
   it('--help prints every option with its default and exits 0', async () => {
@@ -68,5 +77,13 @@ describe('bench/pipeline.ts options', () => {
     const lines = run.stderr.split('\n').filter((line) => line.trim() !== '');
     expect(lines, run.stderr).toHaveLength(1);
     expect(lines[0]).toContain('--sessions must be an integer ≥ 1');
+  }, 30_000);
+
+  it('refuses --cpu-prof without --processes (the profiles are one per service process)', async () => {
+    const run = await bench(['--cpu-prof', 'profiles']);
+    expect(run.code).toBe(2);
+    const lines = run.stderr.split('\n').filter((line) => line.trim() !== '');
+    expect(lines, run.stderr).toHaveLength(1);
+    expect(lines[0]).toContain('--cpu-prof needs --processes');
   }, 30_000);
 });
