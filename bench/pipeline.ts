@@ -32,7 +32,10 @@ import {
   type TurnEvent,
 } from '../libs/core/src/index.js';
 import { generateWorkload } from '../libs/scenarios/src/index.js';
+import { Redis } from 'ioredis';
+import { cpuMeter, describeCpu } from './cpu.js';
 import { describeSelfTime, mainProfileIn, readProfile, selfTime } from './cpu-profile.js';
+import { sameShape } from './shape.js';
 import { commonConfig, createLogger, parseConfig, z } from '../libs/service/src/index.js';
 
 // End-to-end pipeline throughput (design.md, "Targets"): the same turns through (1) a bare kafkajs
@@ -363,7 +366,22 @@ async function main(): Promise<void> {
   );
 
   process.stderr.write('baseline (before)…\n');
+  const passthroughCpu = cpuMeter();
   const baselineBefore = await passthrough(bus.kafka, messages, 'before');
+  const passthroughReading = passthroughCpu.stop();
+
+  process.stderr.write('same shape…\n');
+  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+  const shapeCpu = cpuMeter();
+  const shapeRate = await sameShape({
+    kafka: bus.kafka,
+    redis,
+    prefix: `${prefix}shape-`,
+    partitions,
+    messages,
+    offer,
+  }).finally(() => redis.quit());
+  const shapeReading = shapeCpu.stop();
 
   process.stderr.write(`starting the pipeline${flags.processes ? ' (one process per service)' : ''}…\n`);
   const pipeline = flags.processes ? await serviceProcesses(env, bus) : await oneProcess(env);
@@ -411,6 +429,7 @@ async function main(): Promise<void> {
 
     process.stderr.write('tidemark…\n');
     const stages = await sampleStages(bus.kafka, topics);
+    const tidemarkCpu = cpuMeter(() => pipeline.pids ?? []);
     const firstPublish = performance.now();
     const firstPublishEpoch = Date.now();
     stages.start(firstPublish);
@@ -436,6 +455,7 @@ async function main(): Promise<void> {
       if (pending.size > 0) await sleep(20);
     }
     const settled = performance.now();
+    const tidemarkReading = tidemarkCpu.stop();
     await stages.stop();
     if (pending.size > 0) throw new Error(`${pending.size} sessions did not settle within 10 minutes`);
     await Promise.all(tails.map((t) => t.stop()));
@@ -477,6 +497,11 @@ async function main(): Promise<void> {
       `  baseline, kafkajs passthrough: ${baselineBefore.toFixed(0)} msg/s before, ${baselineAfter.toFixed(0)} msg/s after (mean ${baseline.toFixed(0)} msg/s)`,
       `  tidemark, whole pipeline:      ${tidemarkRate.toFixed(0)} turns/s (${total} turns settled in ${seconds(settled - firstPublish)} s; published in ${seconds(published - firstPublish)} s)`,
       `  ratio tidemark / baseline:     ${(tidemarkRate / baseline).toFixed(3)} (design target ≥ 0.8)`,
+      `  same shape (kafkajs + ioredis, Tidemark's topology, no logic, one process): ${shapeRate.toFixed(0)} turns/s`,
+      `  CPU, passthrough: ${describeCpu(passthroughReading, total)}`,
+      `  CPU, same shape:  ${describeCpu(shapeReading, total)}`,
+      `  CPU, tidemark:    ${describeCpu(tidemarkReading, total)}${flags.processes ? '' : " — this process includes the bench's observers"}`,
+      `  tidemark ÷ same shape: CPU per turn ${(tidemarkReading.total / shapeReading.total).toFixed(2)}× (target ≤ 1.25×), throughput ${(tidemarkRate / shapeRate).toFixed(2)} (target ≥ 0.8)`,
       `  validation latency (compaction record → first decision record, n=${latencies.length}): p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, max ${latencies[latencies.length - 1] ?? Number.NaN} ms`,
       `  last decision appended ${seconds(lastDecision - firstPublishEpoch)} s after the first publish; ${compactionCount} compactions and ${decisionCount} decisions per the core reference, ${compactionsTotal} compactions and ${markersTotal} decisions on the topics`,
       `  stages caught up (s after the first publish): turns.l0 written ${doneAt((s) => s.turns, total)}, materializer ${doneAt((s) => s.materialized, total)}, compactor ${doneAt((s) => s.compacted, total)}, validator ${doneAt((s) => s.validated, compactionsTotal)}, resume ${doneAt((s) => s.resumed, markersTotal)}`,
@@ -515,6 +540,8 @@ function profiles(dir: string): string[] {
 /** The pipeline as the bench drives it: a bus on its topics, and a way to stop it. */
 interface RunningPipeline {
   readonly bus: Bus;
+  /** The services' processes (none when they run in this one). */
+  readonly pids?: readonly number[];
   stop(): Promise<void>;
 }
 
@@ -574,7 +601,7 @@ async function serviceProcesses(env: Env, bus: Bus): Promise<RunningPipeline> {
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }
-  return { bus, stop };
+  return { bus, stop, pids: children.map(({ child }) => child.pid!).filter((pid) => pid !== undefined) };
 }
 
 await main();
