@@ -6,7 +6,8 @@ import { stackProcesses, type Watched } from './cpu.js';
 import { integer, readFlags, refuse } from './options.js';
 import { passthrough } from './passthrough.js';
 import { runRounds, table, type Plan } from './report.js';
-import { shapeLeg, shapeLegName, type ProcessMode } from './shape-leg.js';
+import type { ProcessMode } from './children.js';
+import { shapeLeg, shapeLegName } from './shape-leg.js';
 import type { RedisStyle } from './shape.js';
 import { interleavedWorkload, l0Records, meanRecordBytes } from './workload.js';
 

@@ -1,7 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import type { Kafka } from 'kafkajs';
+import { ended, said, type ProcessMode } from './children.js';
 import { microsPerTurn, sampleCpu, type Watched } from './cpu.js';
 import { sendInOrder } from './passthrough.js';
 import type { LegResult } from './report.js';
@@ -15,8 +16,6 @@ import {
 } from './shape.js';
 import type { Message } from './workload.js';
 
-export type ProcessMode = 'one' | 'processes';
-
 export interface ShapeLegOptions {
   /** The bench's client: it creates and removes the leg's topics and sends the L0 records. */
   readonly kafka: Kafka;
@@ -28,6 +27,8 @@ export interface ShapeLegOptions {
   readonly partitions: number;
   readonly style: RedisStyle;
   readonly mode: ProcessMode;
+  /** Offered turns/s, paced; 0 (the default) as fast as possible. */
+  readonly rate?: number;
   /** Topic prefix and Redis key prefix of this leg alone (removed afterwards). */
   readonly topicPrefix: string;
   readonly redisPrefix: string;
@@ -74,8 +75,8 @@ export async function shapeLeg(options: ShapeLegOptions): Promise<LegResult> {
     const watched = [...options.watched, ...groups.watched];
     const before = sampleCpu(watched);
     const first = performance.now();
-    await sendInOrder(producer, topics.turns, options.messages);
-    await within(groups.done, 600_000, 'the shape leg did not finish within 10 minutes');
+    await sendInOrder(producer, topics.turns, options.messages, options.rate);
+    await groups.done;
     const last = performance.now();
     const after = sampleCpu(watched);
     return {
@@ -115,51 +116,16 @@ async function spawned(deployment: ShapeDeployment): Promise<Groups> {
     }),
   }));
   const stop = () => Promise.all(children.map(({ child }) => ended(child))).then(() => undefined);
-  const said = (child: ChildProcess, type: string) =>
-    new Promise<void>((resolve, reject) => {
-      const onMessage = (message: { type?: string }) => {
-        if (message.type !== type) return;
-        child.off('exit', onExit);
-        resolve();
-      };
-      const onExit = (code: number | null) =>
-        reject(new Error(`a shape group exited (${code}) before ${type}`));
-      child.on('message', onMessage);
-      child.once('exit', onExit);
-    });
   const resume = children.find(({ role }) => role === 'resume')!.child;
-  const done = said(resume, 'done');
+  const done = said<unknown>(resume, 'done', 600_000).then(() => undefined);
   done.catch(() => undefined);
   try {
-    await within(
-      Promise.all(children.map(({ child }) => said(child, 'joined'))),
-      90_000,
-      'shape groups not joined after 90 s',
-    );
+    await Promise.all(children.map(({ child }) => said(child, 'joined', 90_000)));
   } catch (error) {
     await stop();
     throw error;
   }
   return { watched: children.map(({ role, child }) => ({ name: role, pid: child.pid! })), done, stop };
-}
-
-function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)));
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
-}
-
-/** SIGTERM, and SIGKILL after 15 s; resolves once the child has exited. */
-function ended(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    const force = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    child.once('exit', () => {
-      clearTimeout(force);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
 }
 
 async function unlinkKeys(url: string, prefix: string): Promise<void> {

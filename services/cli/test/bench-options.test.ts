@@ -34,7 +34,7 @@ function bench(args: readonly string[]): Promise<Run> {
   );
 }
 
-const options = ['--sessions', '--turns', '--rate', '--partitions', '--seed', '--timeline', '--processes'];
+const options = ['--sessions', '--turns', '--rounds', '--rate', '--partitions', '--seed', '--timeline', '--processes'];
 
 describe('bench/pipeline.ts options', () => {
   it('--help prints every option with its default and exits 0', async () => {
