@@ -79,7 +79,8 @@ const load = () =>
 
 async function main(): Promise<void> {
   const loadBefore = load();
-  const watched: Watched[] = [{ name: 'bench', pid: process.pid }, ...stackProcesses(config)];
+  const stack = stackProcesses(config);
+  const watched: Watched[] = [{ name: 'bench', pid: process.pid }, ...stack.watched];
   const { interleaved } = interleavedWorkload({ tenantId: 'bench', sessions, turns, seed });
   const topics = topicNames(prefix);
   const bus = await Bus.connect({
@@ -130,6 +131,7 @@ async function main(): Promise<void> {
       [
         `Same-shape baseline — ${sessions} sessions × ${turns} turns = ${messages.length} turns (${bytes} B per record), ${partitions} partitions, medians of ${rounds} interleaved round${rounds === 1 ? '' : 's'}`,
         ...table(legs),
+        ...stack.uncounted.map((note) => `  NOTE: ${note}; every CPU figure above leaves it out`),
         `  load average (1/5/15 min, ${cpus().length} CPUs): ${loadBefore} before, ${load()} after`,
         `  command: ${command}`,
         '',

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 // /proc/<pid>/stat (utime + stime, in clock ticks of `getconf CLK_TCK`) just before a leg's first send
 // and just after its last record was handled, so a process's start-up and shutdown are not counted.
 // The broker and Redis are found by the port they listen on (/proc/net/tcp → socket inode →
-// /proc/<pid>/fd), so a stale pid file or another engineer's stack on other ports cannot mislead it.
+// /proc/<pid>/fd), so a stale pid file or another stack on other ports cannot mislead it.
 
 export interface Watched {
   /** The name a leg's breakdown shows: `bench`, `kafka`, `redis`, or a spawned process's role. */
@@ -71,26 +71,29 @@ function listenerPid(port: number): number | undefined {
 const portOf = (address: string) => Number(/:(\d+)\/?$/.exec(address)?.[1]);
 
 /**
- * The Kafka broker(s) and redis-server of the stack the config names, found by their listening ports.
- * Throws when one is not a local process: its CPU could not be counted, and a figure without it would
- * look better than it is.
+ * The Kafka broker(s) and redis-server of the stack the config names, found by their listening ports,
+ * and a note for each that is not a process of this machine (a container, another host): its CPU cannot
+ * be counted, and the bench prints the note beside figures that leave it out.
  */
-export function stackProcesses(config: { KAFKA_BROKERS: readonly string[]; REDIS_URL: string }): Watched[] {
+export function stackProcesses(config: { KAFKA_BROKERS: readonly string[]; REDIS_URL: string }): {
+  watched: Watched[];
+  uncounted: string[];
+} {
   const wanted = [
     ...config.KAFKA_BROKERS.map((broker) => ({ name: 'kafka', port: portOf(broker) })),
     { name: 'redis', port: Number(new URL(config.REDIS_URL).port || 6379) },
   ];
   const found = new Map<number, Watched>();
+  const uncounted: string[] = [];
   for (const { name, port } of wanted) {
     const pid = listenerPid(port);
     if (pid === undefined) {
-      throw new Error(
-        `no local process listens on port ${port} (${name}): CPU per turn counts the broker and Redis, so the bench needs them on this machine`,
-      );
+      uncounted.push(`${name}'s CPU is not counted: no process of this machine listens on port ${port}`);
+    } else {
+      found.set(pid, { name, pid });
     }
-    found.set(pid, { name, pid });
   }
-  return [...found.values()];
+  return { watched: [...found.values()], uncounted };
 }
 
 /** CPU seconds so far of each watched process (a gone process counts as absent). */
