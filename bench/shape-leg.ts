@@ -79,6 +79,18 @@ export async function shapeLeg(options: ShapeLegOptions): Promise<LegResult> {
     await groups.done;
     const last = performance.now();
     const after = sampleCpu(watched);
+    // The shape did what it claims: exactly the expected records, no more (a redelivery would be more).
+    const records = async (topic: string) =>
+      (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0);
+    const made = { compactions: await records(topics.compactions), decisions: await records(topics.markers) };
+    if (
+      made.compactions !== deployment.expected.compactions ||
+      made.decisions !== deployment.expected.decisions
+    ) {
+      throw new Error(
+        `the shape made ${made.compactions} compactions and ${made.decisions} decisions, not ${deployment.expected.compactions} and ${deployment.expected.decisions}`,
+      );
+    }
     return {
       turnsPerSecond: (options.messages.length / (last - first)) * 1000,
       cpu: microsPerTurn(before, after, options.messages.length),
