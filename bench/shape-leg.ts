@@ -110,9 +110,16 @@ async function inProcess(deployment: ShapeDeployment): Promise<Groups> {
   const running = await Promise.all(roles.map((role) => startRole(role, deployment, finish)));
   const crashed = Promise.race(running.map((r) => r.crashed));
   await Promise.race([Promise.all(running.map((r) => r.joined)), crashed]);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('the shape leg did not finish within 10 minutes')), 600_000);
+    timer.unref();
+  });
+  const finished = Promise.race([done, crashed, late]).finally(() => clearTimeout(timer));
+  finished.catch(() => undefined); // awaited by the leg; handled here should the leg fail before it
   return {
     watched: [],
-    done: Promise.race([done, crashed]),
+    done: finished,
     stop: async () => void (await Promise.all(running.map((r) => r.stop()))),
   };
 }
