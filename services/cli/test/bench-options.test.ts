@@ -1,89 +1,78 @@
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { bench } from './run-bench.js';
 
-// `pnpm bench:pipeline` (bench/pipeline.ts) reads its options before it touches the stack: --help
-// lists them, and an option it does not know is one clear line, not a stack trace. None of these runs
-// reaches the benchmark itself, so none needs the stack.
+// `pnpm bench:pipeline` (bench/pipeline.ts) and `pnpm bench:baseline` (bench/baseline.ts) read their
+// options before they touch the stack: --help lists them, and an option they do not know is one clear
+// line, not a stack trace. None of these runs reaches the benchmark itself, so none needs the stack.
 
-const root = fileURLToPath(new URL('../../..', import.meta.url));
+// Nothing answers here: should an option slip through, the run fails fast instead of benchmarking.
+const nowhere = { KAFKA_BROKERS: '127.0.0.1:1', REDIS_URL: 'redis://127.0.0.1:1' };
+const run = (script: string, args: readonly string[]) => bench(script, args, nowhere, 20_000);
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function bench(args: readonly string[]): Promise<Run> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/pipeline.ts', ...args], {
-    cwd: root,
-    // Nothing answers here: should an option slip through, the run fails fast instead of benchmarking.
-    env: { ...process.env, KAFKA_BROKERS: '127.0.0.1:1', REDIS_URL: 'redis://127.0.0.1:1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve) =>
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    }),
-  );
-}
-
-const options = [
-  '--sessions',
-  '--turns',
-  '--rate',
-  '--partitions',
-  '--seed',
-  '--timeline',
-  '--processes',
-  '--cpu-prof <dir>',
+const benches = [
+  {
+    script: 'bench/pipeline.ts',
+    options: [
+      '--sessions',
+      '--turns',
+      '--rounds',
+      '--rate',
+      '--partitions',
+      '--seed',
+      '--timeline',
+      '--processes',
+      '--cpu-prof <dir>',
+    ],
+    bad: { args: ['--sessions', '0'], says: '--sessions must be an integer ≥ 1' },
+  },
+  {
+    script: 'bench/baseline.ts',
+    options: ['--sessions', '--turns', '--rounds', '--mode', '--style', '--partitions', '--seed'],
+    bad: { args: ['--mode', 'two'], says: '--mode must be one, processes or both' },
+  },
 ];
 
-describe('bench/pipeline.ts options', () => {
+describe.each(benches)('$script options', ({ script, options, bad }) => {
   it('--help prints every option with its default and exits 0', async () => {
-    const run = await bench(['--help']);
-    expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/^Usage: /);
-    for (const option of options) expect(run.stdout).toContain(option);
-    expect(run.stdout).toContain('(default 200)');
-    expect(run.stderr).toBe('');
+    const result = await run(script, ['--help']);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^Usage: /);
+    for (const option of options) expect(result.stdout).toContain(option);
+    expect(result.stdout).toContain('(default 200)');
+    expect(result.stderr).toBe('');
   }, 30_000);
 
   it('-h is --help', async () => {
-    const run = await bench(['-h']);
-    expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toContain('--sessions');
+    const result = await run(script, ['-h']);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('--sessions');
   }, 30_000);
 
   it('refuses an option it does not know with one line naming it and pointing at --help', async () => {
-    const run = await bench(['--sesions', '10']);
-    expect(run.code).toBe(2);
-    expect(run.stdout).toBe('');
-    const lines = run.stderr.split('\n').filter((line) => line.trim() !== '');
-    expect(lines, run.stderr).toHaveLength(1);
+    const result = await run(script, ['--sesions', '10']);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    const lines = result.stderr.split('\n').filter((line) => line.trim() !== '');
+    expect(lines, result.stderr).toHaveLength(1);
     expect(lines[0]).toContain("unknown option '--sesions'");
     expect(lines[0]).toContain('--help');
   }, 30_000);
 
   it('refuses a value out of range with one line naming the option', async () => {
-    const run = await bench(['--sessions', '0']);
-    expect(run.code).toBe(2);
-    const lines = run.stderr.split('\n').filter((line) => line.trim() !== '');
-    expect(lines, run.stderr).toHaveLength(1);
-    expect(lines[0]).toContain('--sessions must be an integer ≥ 1');
+    const result = await run(script, bad.args);
+    expect(result.code).toBe(2);
+    const lines = result.stderr.split('\n').filter((line) => line.trim() !== '');
+    expect(lines, result.stderr).toHaveLength(1);
+    expect(lines[0]).toContain(bad.says);
   }, 30_000);
+});
 
+describe('bench/pipeline.ts --cpu-prof', () => {
   it('refuses --cpu-prof without --processes (the profiles are one per service process)', async () => {
-    const run = await bench(['--cpu-prof', 'profiles']);
-    expect(run.code).toBe(2);
-    const lines = run.stderr.split('\n').filter((line) => line.trim() !== '');
-    expect(lines, run.stderr).toHaveLength(1);
+    const result = await run('bench/pipeline.ts', ['--cpu-prof', 'profiles']);
+    expect(result.code).toBe(2);
+    const lines = result.stderr.split('\n').filter((line) => line.trim() !== '');
+    expect(lines, result.stderr).toHaveLength(1);
     expect(lines[0]).toContain('--cpu-prof needs --processes');
   }, 30_000);
 });

@@ -1,0 +1,181 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { dropDeployment, startPipeline, waitUntilReady, type Env } from '../services/cli/src/index.js';
+import { Bus, createPublisher, provisionTopics, topicNames } from '../libs/contract/src/index.js';
+import { definePolicy, type TurnEvent } from '../libs/core/src/index.js';
+import { createLogger } from '../libs/service/src/index.js';
+import { microsPerTurn, sampleCpu, type Watched } from './cpu.js';
+import type { ObserveReport, ObserveRequest } from './observe.js';
+import type { LegResult } from './report.js';
+import { ended, said, type ProcessMode } from './children.js';
+import { epoch } from './stages.js';
+import { offer } from './workload.js';
+
+export interface TidemarkLegOptions {
+  readonly config: { KAFKA_BROKERS: string[]; SCHEMA_REGISTRY_URL: string; REDIS_URL: string };
+  /** The workload's turns, interleaved, and what it was generated from (the observers regenerate it). */
+  readonly turns: readonly TurnEvent[];
+  readonly workload: Pick<ObserveRequest, 'tenantId' | 'sessions' | 'turns' | 'seed' | 'maxRepairs'>;
+  readonly partitions: number;
+  readonly rate: number;
+  readonly mode: ProcessMode;
+  readonly timeline: boolean;
+  /** With processes: each service writes its V8 CPU profile under `<profileDir>/<service>/` as it stops. */
+  readonly profileDir?: string | null;
+  /** Topic and Redis key prefixes of this leg alone (dropped afterwards). */
+  readonly topicPrefix: string;
+  readonly redisPrefix: string;
+  /** The bench process and the stack's processes; the services and the observers are added to them. */
+  readonly watched: readonly Watched[];
+}
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const seconds = (ms: number) => (ms / 1000).toFixed(2);
+
+/**
+ * One Tidemark leg: the four services (in this process, or one process each), the observers in a process
+ * of their own, the turns through `createPublisher` in calls of 500. Turns/s and CPU run from the first
+ * publish until the journal holds every compaction and decision of the core reference; the observers'
+ * CPU is reported apart and not summed.
+ */
+export async function tidemarkLeg(options: TidemarkLegOptions): Promise<LegResult & { lines: string[] }> {
+  const { config, workload } = options;
+  const env: Env = {
+    KAFKA_BROKERS: config.KAFKA_BROKERS.join(','),
+    SCHEMA_REGISTRY_URL: config.SCHEMA_REGISTRY_URL,
+    REDIS_URL: config.REDIS_URL,
+    TOPIC_PREFIX: options.topicPrefix,
+    REDIS_PREFIX: options.redisPrefix,
+    LOG_LEVEL: 'error',
+    PARTITIONS: String(options.partitions),
+    MAX_REPAIRS: String(workload.maxRepairs),
+    POLICY_OVERRIDES: JSON.stringify({ [workload.tenantId]: definePolicy({}) }),
+  };
+  // Errors only: the services' start-up warnings (rebuilding an absent store, …) are expected on fresh keys.
+  const logger = createLogger('bench', 'error');
+  const bus = await Bus.connect({
+    brokers: config.KAFKA_BROKERS,
+    registryUrl: config.SCHEMA_REGISTRY_URL,
+    clientId: `${options.topicPrefix}bench`,
+    topics: topicNames(options.topicPrefix),
+    service: 'bench',
+    logger,
+  });
+  const stops: (() => Promise<void>)[] = [];
+  try {
+    const services =
+      options.mode === 'processes'
+        ? await serviceProcesses(env, bus, options.partitions, options.profileDir ?? null)
+        : await oneProcess(env);
+    stops.push(() => services.stop());
+    const observer = spawn(process.execPath, ['--import', 'tsx', 'bench/observe.ts'], {
+      cwd: root,
+      env: {
+        ...process.env,
+        BENCH_OBSERVE: JSON.stringify({
+          ...workload,
+          brokers: config.KAFKA_BROKERS,
+          registryUrl: config.SCHEMA_REGISTRY_URL,
+          topicPrefix: options.topicPrefix,
+          timeline: options.timeline,
+        } satisfies ObserveRequest),
+      },
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
+    stops.push(() => ended(observer));
+    const settled = said<{ at: number; pending: number }>(observer, 'settled', 900_000);
+    const reported = said<{ report: ObserveReport }>(observer, 'report', 960_000);
+    settled.catch(() => undefined);
+    reported.catch(() => undefined);
+    await said(observer, 'ready', 120_000);
+    const publisher = await createPublisher({
+      brokers: config.KAFKA_BROKERS,
+      registryUrl: config.SCHEMA_REGISTRY_URL,
+      clientId: `${options.topicPrefix}publisher`,
+      topicPrefix: options.topicPrefix,
+      logger,
+    });
+
+    const watched = [...options.watched, ...services.watched, { name: 'observers', pid: observer.pid! }];
+    const total = options.turns.length;
+    const before = sampleCpu(watched);
+    const first = epoch();
+    observer.send({ type: 'start', at: first });
+    await offer(total, (from, to) => publisher.publishTurns(options.turns.slice(from, to)), {
+      rate: options.rate,
+    });
+    const published = epoch();
+    await publisher.close();
+    const { at: last, pending } = await settled;
+    const after = sampleCpu(watched);
+    if (pending > 0) throw new Error(`${pending} sessions did not settle within 10 minutes`);
+    const { report } = await reported;
+    const turnsPerSecond = (total / (last - first)) * 1000;
+    return {
+      turnsPerSecond,
+      cpu: microsPerTurn(before, after, total),
+      excluded: new Set(['observers']),
+      lines: [
+        `whole pipeline: ${turnsPerSecond.toFixed(0)} turns/s (${total} turns settled in ${seconds(last - first)} s; published in ${seconds(published - first)} s)`,
+        ...report.lines,
+      ],
+    };
+  } finally {
+    for (const stop of stops.reverse()) await stop();
+    await bus.disconnect();
+    await dropDeployment(env).catch(() => undefined);
+  }
+}
+
+interface Services {
+  readonly watched: readonly Watched[];
+  stop(): Promise<void>;
+}
+
+/** The four services in this process (the all-in-one `tidemark start`). */
+async function oneProcess(env: Env): Promise<Services> {
+  const pipeline = await startPipeline({ env, logger: createLogger('bench', 'error'), port: 0 });
+  await waitUntilReady(pipeline.host);
+  return { watched: [], stop: () => pipeline.stop() };
+}
+
+/**
+ * Each service in its own process, as in production, so the machine's cores are all used: `node --import
+ * tsx services/<name>/src/main.ts`, ready when its /readyz answers 200.
+ */
+async function serviceProcesses(
+  env: Env,
+  bus: Bus,
+  partitions: number,
+  profileDir: string | null,
+): Promise<Services> {
+  await provisionTopics(await bus.admin(), bus.topics, { partitions });
+  const names = ['materializer', 'compactor', 'validator', 'resume'];
+  const children = names.map((name, index) => {
+    const profile = profileDir === null ? [] : ['--cpu-prof', '--cpu-prof-dir', path.join(profileDir, name)];
+    const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'src/main.ts'], {
+      cwd: fileURLToPath(new URL(`../services/${name}/`, import.meta.url)),
+      env: { ...process.env, ...env, HTTP_PORT: String(17_410 + index) },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    return { name, child, url: `http://127.0.0.1:${17_410 + index}/readyz` };
+  });
+  const stop = async () => void (await Promise.all(children.map(({ child }) => ended(child))));
+  const deadline = Date.now() + 90_000;
+  for (const { name, url } of children) {
+    for (;;) {
+      const ready = await fetch(url).then(
+        (response) => response.status === 200,
+        () => false,
+      );
+      if (ready) break;
+      if (Date.now() > deadline) {
+        await stop();
+        throw new Error(`${name} not ready after 90 s`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  return { watched: children.map(({ name, child }) => ({ name, pid: child.pid! })), stop };
+}

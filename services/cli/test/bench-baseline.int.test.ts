@@ -1,0 +1,43 @@
+import { describe, expect, inject, it } from 'vitest';
+import { bench } from './run-bench.js';
+
+// A smoke run of `pnpm bench:baseline` on the real stack, so the benchmark cannot rot: a very small
+// workload, one round, every leg (the passthrough, and the same shape with pipelines and with Lua, in
+// one process and one process per group). It asserts the table is printed with positive figures, never
+// what the figures are: they measure a shared machine, not the code.
+
+const legs = [
+  'bare kafkajs passthrough',
+  'same shape, one pipeline per batch, one process',
+  'same shape, one Lua call per batch, one process',
+  'same shape, one pipeline per batch, one process per group',
+  'same shape, one Lua call per batch, one process per group',
+];
+
+describe('bench/baseline.ts on the real stack', () => {
+  it('prints every leg with positive turns/s and CPU per turn, and the command', async () => {
+    const { kafkaBrokers, schemaRegistryUrl, redisUrl } = inject('endpoints');
+    // 160 turns per session: four L1 compactions and one digest each, so every kind of record is made.
+    const args = ['--sessions', '20', '--turns', '160', '--rounds', '1'];
+    const result = await bench(
+      'bench/baseline.ts',
+      args,
+      { KAFKA_BROKERS: kafkaBrokers.join(','), SCHEMA_REGISTRY_URL: schemaRegistryUrl, REDIS_URL: redisUrl },
+      170_000,
+    );
+    expect(result.code, result.stderr).toBe(0);
+    const rows = result.stdout.split('\n');
+    for (const leg of legs) {
+      const row = rows.find((line) => line.trim().startsWith(`${leg} `) && line.includes('|'));
+      expect(row, `${leg} in\n${result.stdout}`).toBeDefined();
+      const [, rate, cpu] = row!
+        .split('|')
+        .map((cell) => Number(cell.trim().split(' ')[0]!.replace('×', '')));
+      expect(rate, row).toBeGreaterThan(0);
+      expect(cpu, row).toBeGreaterThan(0);
+    }
+    // The spawned groups' CPU is counted beside the bench's own.
+    expect(result.stdout).toMatch(/one process per group: bench [\d.]+, .*materializer [\d.]+/);
+    expect(result.stdout).toContain(`command: pnpm exec tsx bench/baseline.ts ${args.join(' ')}`);
+  }, 180_000);
+});
