@@ -1,7 +1,7 @@
 // The benches' load: the sessions of `generateWorkload`, randomly interleaved, and the L0 records they
 // become on the wire, offered in chunks (paced or as fast as the sender takes them).
 import { encodeBody, frame, sessionKey } from '../libs/contract/src/index.js';
-import type { TurnEvent } from '../libs/core/src/index.js';
+import { seededRandom, type TurnEvent } from '../libs/core/src/index.js';
 import { generateWorkload } from '../libs/scenarios/src/index.js';
 
 /** One L0 record as the publisher sends it: the session key and the registry-framed Avro body. */
@@ -11,18 +11,6 @@ export interface Message {
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** mulberry32: a deterministic interleaving for a given --seed. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export interface Workload {
   /** Each session's turns, in order. */

@@ -23,13 +23,28 @@ export interface CliRun {
 }
 
 /** Runs `node --import tsx services/cli/src/main.ts <args>` with `env` over this process's environment. */
-export function tidemark(
+export async function tidemark(
   args: readonly string[],
   env: Record<string, string>,
   killAfterMs = unreachableBound + 2_000,
 ): Promise<CliRun> {
   const started = Date.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'services/cli/src/main.ts', ...args], {
+  // Past the bound the answer is wrong anyway: stop waiting a little after it.
+  const run = await runScript('services/cli/src/main.ts', args, env, killAfterMs);
+  return { ...run, ms: Date.now() - started };
+}
+
+/**
+ * `node --import tsx <script> <args>` from the repository root, `env` over this process's environment,
+ * its output captured; killed after `killAfterMs`, or when the test ends.
+ */
+export function runScript(
+  script: string,
+  args: readonly string[],
+  env: Record<string, string>,
+  killAfterMs: number,
+): Promise<Omit<CliRun, 'ms'>> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -37,7 +52,6 @@ export function tidemark(
   onTestFinished(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
-  // Past the bound the answer is wrong anyway: stop waiting a little after it.
   const timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
   let stdout = '';
   let stderr = '';
@@ -46,7 +60,7 @@ export function tidemark(
   return new Promise((resolve) =>
     child.once('close', (code) => {
       clearTimeout(timer);
-      resolve({ code, stdout, stderr, ms: Date.now() - started });
+      resolve({ code, stdout, stderr });
     }),
   );
 }
