@@ -151,9 +151,11 @@ export async function connectTidemark(options: TidemarkClientOptions): Promise<T
           (firstSent.get(sessionId) ?? Infinity) <= expected &&
           expected <= (sent.get(sessionId) ?? 0);
         if (state?.stalled != null && state.stalled.expectedSeq <= lastSeq && !onItsWay) {
+          // Turns parked after the gap follow on their own; refused ones must be published again.
           const why = state.broken === null ? '' : ` (${state.broken.reason} at seq ${state.broken.seq})`;
+          const todo = state.broken === null ? 'publish it (again)' : 'publish it (again) and what follows';
           throw new TidemarkClientError(
-            `${tenantId}/${sessionId} is waiting for seq ${state.stalled.expectedSeq}${why}${state.stalled.since === null ? '' : ` since ${state.stalled.since}`}: publish it (again) and what follows`,
+            `${tenantId}/${sessionId} is waiting for seq ${state.stalled.expectedSeq}${why}${state.stalled.since === null ? '' : ` since ${state.stalled.since}`}: ${todo}`,
             409,
           );
         }

@@ -27,5 +27,5 @@ export {
   type Publisher,
   type PublisherOptions,
 } from './publisher.js';
-export { internalCluster } from './kafka-internals.js';
 export { restartGroupsFromEarliest } from './groups.js';
+export { L0Reader, turnDecoder, type L0Span } from './l0-reader.js';

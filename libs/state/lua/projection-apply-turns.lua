@@ -9,7 +9,9 @@
   last. The caller has already run the stateless checks (ids present, symbols known) and builds every
   stored value; this script only decides what depends on the stored state.
 
-  KEYS[1]  meta     hash  applied (watermark), brokenSeq, brokenReason, brokenAt (ms, Redis TIME)
+  KEYS[1]  meta     hash  applied (watermark), brokenSeq, brokenReason, brokenAt (ms, Redis TIME),
+                         parked (how many turns are parked), stalledAt (ms: since when the session is
+                         stalled; absent when it is not)
   KEYS[2]  turns    hash  seq -> the turn's content hash (tells a redelivery from a conflict)
   KEYS[3]  pos      hash  seq -> "partition:offset" in turns.l0
   KEYS[4]  items    hash  itemId -> item JSON, as opened
@@ -22,8 +24,11 @@
   KEYS[11] art      zset  artifact span index, as disp
   KEYS[12] artkey   zset  artifact lookup index, as dispkey
   KEYS[13] skipped  hash  seq -> the skipped-change triples of that turn (for its redeliveries)
+  KEYS[14] parked   hash  seq -> "<content hash>|<partition:offset>[|r]": turns that came before the turn
+                          they follow (r: told to the caller for re-publishing)
 
-  ARGV, per turn, in order:
+  ARGV[1]  how many turns a session may park (a later one past its watermark is a seq_gap refusal)
+  ARGV, then per turn, in order:
            seq (canonical integer text), the turn's content hash (core turnContentHash), its turns.l0
            position "partition:offset",
            n (the number of change fields that follow, 6 per change), then the fields: op, index, a, b, c, d
@@ -38,26 +43,41 @@
                                                   seq an item already ended at, for item_not_open, else 0)
            {2, applied, index, reason, endSeq, ...}  a redelivery (same seq, same content): nothing
                                                   changed; the triples are those of its first apply
-           {-1, applied}                          seq_gap
+           {-1, applied, parked}                  seq_gap; parked 1: the turn is parked (not a dead
+                                                  letter: it is re-published once its gap is filled),
+                                                  0: refused (over the bound, or another copy is parked)
            {-2, applied, hash}                    conflicting_redelivery (the content hash applied at
                                                   that seq, which stays)
-           and, after the turns' replies, how the call changed whether the session is stalled (waiting
-           for a turn past its watermark: brokenSeq > applied, as projection-read.ts reads it):
-           {0} not stalled before or after, {1, brokenAt, applied + 1} a stall began, {-1} a stall
-           ended, {2, brokenAt, applied + 1} still stalled (the caller re-asserts its index entry: a
-           crash may have lost the write that followed the call that began the stall)
-  Refusals and skipped changes mark the session broken at the turn's seq (the earliest mark is kept).
+           then the parked turns to re-publish: {seq, "partition:offset", ...} for the parked run
+           from applied + 1, when the call advanced the watermark to its gap (those not told before),
+           or redelivered the turn at the watermark (all of them again: a crash may have lost the
+           re-publishing that followed the call that told them); the caller re-publishes them to
+           turns.l0, where they follow the turn they waited for and apply like any turn,
+           and last, how the call changed whether the session is stalled (waiting for a turn past its
+           watermark that is not at hand: broken past it, or parked turns with none at applied + 1;
+           meta's stalledAt, as projection-read.ts reads it): {0} not stalled before or after,
+           {1, stalledAt, applied + 1} a stall began, {-1} a stall ended, {2, stalledAt, applied + 1}
+           still stalled (the caller re-asserts its index entry: a crash may have lost the write that
+           followed the call that began the stall)
+  Refusals (a parked turn is not one) and skipped changes mark the session broken at the turn's seq (the
+  earliest mark is kept).
 ]]
 -- The session's watermark and broken mark, read once and kept current as this call writes them.
-local meta = redis.call('HMGET', KEYS[1], 'applied', 'brokenSeq', 'brokenAt')
+local meta = redis.call('HMGET', KEYS[1], 'applied', 'brokenSeq', 'parked', 'stalledAt')
 local applied = tonumber(meta[1] or '0')
 local brokenSeq = meta[2] and tonumber(meta[2]) or nil
-local markedAt = meta[3] and tonumber(meta[3]) or nil
-local brokenAt = nil
-local function stalled()
-  return brokenSeq ~= nil and brokenSeq > applied
+local parked = tonumber(meta[3] or '0')
+local parkedBefore = parked
+local stalledAt = meta[4] and tonumber(meta[4]) or nil
+local maxParked = tonumber(ARGV[1])
+local appliedBefore = applied
+-- Whether a turn at the watermark came again (a crash may have lost what followed its first call).
+local redeliveredAtWatermark = false
+
+local function nowMs()
+  local now = redis.call('TIME')
+  return tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 end
-local stalledBefore = stalled()
 
 -- One turn: its fields are ARGV[first..last].
 local function applyTurn(seqText, hashArg, position, first, last)
@@ -65,21 +85,36 @@ local function applyTurn(seqText, hashArg, position, first, last)
 
   local function markBroken(reason)
     if not brokenSeq or seq < brokenSeq then
-      local now = redis.call('TIME')
-      local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-      redis.call('HSET', KEYS[1], 'brokenSeq', seqText, 'brokenReason', reason, 'brokenAt', tostring(ms))
+      redis.call('HSET', KEYS[1], 'brokenSeq', seqText, 'brokenReason', reason, 'brokenAt', tostring(nowMs()))
       brokenSeq = seq
-      brokenAt = ms
     end
   end
 
   if seq > applied + 1 then
-    markBroken('seq_gap')
-    return {-1, applied}
+    -- Early: parked until the turns before it are applied, then re-published (see the header).
+    local held = redis.call('HGET', KEYS[14], seqText)
+    if held then
+      if string.sub(held, 1, #hashArg + 1) == hashArg .. '|' then
+        return {-1, applied, 1}
+      end
+      -- Another copy, with other content: refused, and a refusal marks (the parked copy stays).
+      markBroken('seq_gap')
+      return {-1, applied, 0}
+    end
+    if parked >= maxParked then
+      markBroken('seq_gap')
+      return {-1, applied, 0}
+    end
+    redis.call('HSET', KEYS[14], seqText, hashArg .. '|' .. position)
+    parked = parked + 1
+    return {-1, applied, 1}
   end
   if seq <= applied then
     local hash = redis.call('HGET', KEYS[2], seqText)
     if hash == hashArg then
+      if seq == applied then
+        redeliveredAtWatermark = true
+      end
       local reply = {2, applied}
       local skipped = redis.call('HGET', KEYS[13], seqText)
       if skipped then
@@ -183,6 +218,9 @@ local function applyTurn(seqText, hashArg, position, first, last)
   redis.call('HSET', KEYS[3], seqText, position)
   redis.call('HSET', KEYS[1], 'applied', seqText)
   applied = seq
+  if parked > 0 and redis.call('HDEL', KEYS[14], seqText) == 1 then
+    parked = parked - 1
+  end
   if firstReason then
     markBroken(firstReason)
     redis.call('HSET', KEYS[13], seqText, table.concat(reply, ',', 3))
@@ -191,19 +229,51 @@ local function applyTurn(seqText, hashArg, position, first, last)
 end
 
 local replies = {}
-local at = 1
+local at = 2
 while at <= #ARGV do
   local n = tonumber(ARGV[at + 3])
   replies[#replies + 1] = applyTurn(ARGV[at], ARGV[at + 1], ARGV[at + 2], at + 4, at + 3 + n)
   at = at + 4 + n
 end
-local stalledAfter = stalled()
-if stalledAfter and not stalledBefore then
-  replies[#replies + 1] = {1, brokenAt, applied + 1}
-elseif stalledBefore and not stalledAfter then
+if parked ~= parkedBefore then
+  redis.call('HSET', KEYS[1], 'parked', tostring(parked))
+end
+
+-- The parked run from applied + 1, to re-publish (see the header).
+local release = {}
+local nextHeld = parked > 0 and redis.call('HGET', KEYS[14], tostring(applied + 1)) or nil
+if nextHeld and (applied > appliedBefore or redeliveredAtWatermark) then
+  local seq = applied + 1
+  local held = nextHeld
+  while held do
+    local bar = string.find(held, '|', 1, true)
+    local rest = string.sub(held, bar + 1)
+    local told = string.sub(rest, -2) == '|r'
+    if redeliveredAtWatermark or not told then
+      local position = told and string.sub(rest, 1, -3) or rest
+      release[#release + 1] = seq
+      release[#release + 1] = position
+      if not told then
+        redis.call('HSET', KEYS[14], tostring(seq), held .. '|r')
+      end
+    end
+    seq = seq + 1
+    held = redis.call('HGET', KEYS[14], tostring(seq))
+  end
+end
+replies[#replies + 1] = release
+
+-- Stalled: waiting for a turn past the watermark that is not at hand.
+local stalledNow = (brokenSeq ~= nil and brokenSeq > applied) or (parked > 0 and not nextHeld)
+if stalledNow and not stalledAt then
+  local ms = nowMs()
+  redis.call('HSET', KEYS[1], 'stalledAt', tostring(ms))
+  replies[#replies + 1] = {1, ms, applied + 1}
+elseif stalledAt and not stalledNow then
+  redis.call('HDEL', KEYS[1], 'stalledAt')
   replies[#replies + 1] = {-1}
-elseif stalledAfter then
-  replies[#replies + 1] = {2, brokenAt or markedAt or 0, applied + 1}
+elseif stalledNow then
+  replies[#replies + 1] = {2, stalledAt, applied + 1}
 else
   replies[#replies + 1] = {0}
 end

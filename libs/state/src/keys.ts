@@ -6,14 +6,15 @@ import { sessionKey } from '@tidemark/core';
 // every store) share a Redis Cluster slot and one Lua script may touch them all atomically.
 //
 //   store        lifecycle (epoch, lock)                 session keys
-//   projection   proj:epoch:3, proj:lock                 proj:{t/s}:<part>, proj:stalled (below)
+//   projection   proj:epoch:4, proj:lock                 proj:{t/s}:<part>, proj:stalled (below)
 //   frames       frames:epoch:3, frames:lock             frame:{t/s}, decided:{t/s}
 //   plans        resume:epoch:3, resume:rebuild-lock     resume:{t/s}, resume-nodes:{t/s}, resume-ctx:{t/s}
 //   windows      cmp:<ns>:epoch:4, cmp:<ns>:lock         cmp:<ns>:{t/s}:win, :turns, :nodes
 //
 // Epoch keys name the layout's version (`:3`): a store built by an older layout reads as absent and is
 // rebuilt from the topics. 3: `{` and `}` in ids are escaped in the hash tag (stalled index added).
-// Windows 4: a window names its nodes, whose bodies are in the session's `nodes` hash.
+// Windows 4: a window names its nodes, whose bodies are in the session's `nodes` hash. Projection 4:
+// early turns are parked (`parked`), and a stall is meta's `stalledAt`.
 
 /** A session's key in a store: `<prefix><store>:{tenant/session}`. */
 export function sessionStoreKey(prefix: string, store: string, ref: SessionRef): string {
@@ -45,9 +46,11 @@ export interface StoreLayout {
 const layoutVersion = 3;
 /** The windows' own: 4 since a window names its nodes instead of holding them. */
 const windowsLayoutVersion = 4;
+/** The projection's own: 4 since early turns are parked and a stall is marked. */
+const projectionLayoutVersion = 4;
 
 export const projectionLayout = (prefix: string): StoreLayout => ({
-  epochKey: `${prefix}proj:epoch:${layoutVersion}`,
+  epochKey: `${prefix}proj:epoch:${projectionLayoutVersion}`,
   lockKey: `${prefix}proj:lock`,
   statePatterns: [sessionKeysPattern(prefix, 'proj'), escapeGlob(stalledIndexKey(prefix))],
 });
@@ -73,10 +76,11 @@ export const windowsLayout = (prefix: string, namespace: string): StoreLayout =>
 
 // The projection's keys, in full:
 //
-//   <prefix>proj:epoch:3                   string  the projection's epoch; absent = lost, never built or older
+//   <prefix>proj:epoch:4                   string  the projection's epoch; absent = lost, never built or older
 //   <prefix>proj:rebuilding                string  JSON {epoch, reason, since}: a rebuild is under way
 //   <prefix>proj:stalled                   zset    the session's meta key by since (ms): stalled sessions
-//   <prefix>proj:{tenant/session}:meta     hash    applied (watermark), brokenSeq, brokenReason, brokenAt
+//   <prefix>proj:{tenant/session}:meta     hash    applied (watermark), brokenSeq, brokenReason, brokenAt,
+//                                                  parked (count), stalledAt (ms; absent: not stalled)
 //   <prefix>proj:{tenant/session}:turns    hash    seq -> the turn's content hash
 //   <prefix>proj:{tenant/session}:pos      hash    seq -> "partition:offset" in turns.l0
 //   <prefix>proj:{tenant/session}:items    hash    itemId -> item JSON, as opened
@@ -89,6 +93,7 @@ export const windowsLayout = (prefix: string, namespace: string): StoreLayout =>
 //   <prefix>proj:{tenant/session}:art      zset    as disp, for artifacts
 //   <prefix>proj:{tenant/session}:artkey   zset    as dispkey, for artifact paths
 //   <prefix>proj:{tenant/session}:skipped  hash    seq -> the turn's skipped changes (told again on redelivery)
+//   <prefix>proj:{tenant/session}:parked   hash    seq -> "<hash>|<partition:offset>[|r]": early turns
 
 /** A session's projection keys, in the order projection-apply-turns.lua takes them as KEYS. */
 const sessionParts = [
@@ -105,10 +110,13 @@ const sessionParts = [
   'art',
   'artkey',
   'skipped',
+  'parked',
 ] as const;
 
-/** projection-state-at.lua's KEYS: what a boundary's state is read from (not turns, pos or skipped). */
-const stateAtParts = sessionParts.filter((part) => part !== 'turns' && part !== 'pos' && part !== 'skipped');
+/** projection-state-at.lua's KEYS: what a boundary's state is read from (not turns, pos, skipped, parked). */
+const stateAtParts = sessionParts.filter(
+  (part) => part !== 'turns' && part !== 'pos' && part !== 'skipped' && part !== 'parked',
+);
 
 export type SessionKeys = Readonly<Record<(typeof sessionParts)[number], string>>;
 

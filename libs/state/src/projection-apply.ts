@@ -53,9 +53,23 @@ export type StallChange =
     }
   | { readonly change: 'ended'; readonly tenantId: string; readonly sessionId: string };
 
-/** What one batch did: an outcome per turn, in the turns' order, and the stalls it began or ended. */
+/**
+ * A parked turn whose gap was filled: the caller re-publishes it to turns.l0 (where it then follows the
+ * turn it waited for, and applies like any turn). Its first copy stays where it is in turns.l0.
+ */
+export interface ReleasedTurn extends SessionRef {
+  readonly seq: number;
+  readonly partition: number;
+  readonly offset: number;
+}
+
+/**
+ * What one batch did: an outcome per turn, in the turns' order, the parked turns to re-publish, and
+ * the stalls it began or ended.
+ */
 export interface AppliedBatch {
   readonly outcomes: ApplyOutcome[];
+  readonly released: ReleasedTurn[];
   readonly stalls: StallChange[];
 }
 
@@ -70,6 +84,11 @@ export interface PositionedTurn {
 export interface ApplyOutcome extends PositionedTurn {
   /** Exactly what core's SessionFold.apply answers for the turn. */
   readonly result: ApplyResult;
+  /**
+   * A seq_gap refusal that parked the turn: it is not a dead letter, and applies (re-published) once the
+   * turns before it have. False for every other outcome.
+   */
+  readonly parked: boolean;
   /**
    * The turn's skipped changes: those of `result` when it was applied now, and for a redelivery those of
    * its first apply (the fold reports none then), so that a crash between applying and dead-lettering
@@ -87,6 +106,7 @@ export function queueApply(
   pipeline: ChainableCommander,
   prefix: string,
   turns: readonly PositionedTurn[],
+  maxParked: number,
 ): (replies: readonly unknown[]) => AppliedBatch {
   const plans = turns.map((positioned) => planTurn(positioned));
   type Call = { order: number; turn: TurnEvent; keys: SessionKeys; args: string[]; count: number };
@@ -102,7 +122,7 @@ export function queueApply(
     if (plan.kind === 'refused') {
       if (plan.markAt !== null) {
         const keys = sessionKeys(prefix, turn.tenantId, turn.sessionId);
-        void pipeline.tidemarkProjectionMarkBroken(keys.meta, plan.markAt, plan.result.reason);
+        void pipeline.tidemarkProjectionMarkBroken(keys.meta, keys.parked, plan.markAt, plan.result.reason);
         marked.push(turn);
       }
       slots.push(null);
@@ -114,7 +134,7 @@ export function queueApply(
     // script holds Redis for as long as it runs, and readers wait behind it.
     if (session === undefined || session.count >= maxTurnsPerCall) {
       const keys = session?.keys ?? sessionKeys(prefix, turn.tenantId, turn.sessionId);
-      session = { order: calls.length, turn, keys, args: [], count: 0 };
+      session = { order: calls.length, turn, keys, args: [String(maxParked)], count: 0 };
       sessions.set(id, session);
       calls.push(session);
     }
@@ -135,21 +155,42 @@ export function queueApply(
   return (replies) => {
     const outcomes = plans.map((plan, i): ApplyOutcome => {
       const { turn, partition, offset } = plan.positioned;
-      if (plan.kind === 'refused') return { turn, partition, offset, result: plan.result, skipped: [] };
+      if (plan.kind === 'refused') {
+        return { turn, partition, offset, result: plan.result, parked: false, skipped: [] };
+      }
       const slot = slots[i]!;
       const reply = (replies[marks + slot.order] as unknown[][])[slot.index]!;
       return { turn, partition, offset, ...readApplyReply(turn, reply, plan.stateless) };
     });
     const stalls: StallChange[] = [];
+    const released: ReleasedTurn[] = [];
     marked.forEach((turn, i) => readStall(turn, (replies[i] as unknown[])[1], stalls));
     calls.forEach(({ turn, count }, order) => {
-      readStall(turn, (replies[marks + order] as unknown[][])[count], stalls);
+      const reply = replies[marks + order] as unknown[][];
+      readReleased(turn, reply[count]!, released);
+      readStall(turn, reply[count + 1], stalls);
     });
-    return { outcomes, stalls };
+    return { outcomes, released, stalls };
   };
 }
 
-/** A script's stall reply ({0}, {1 or 2, brokenAt, expectedSeq} or {-1}: see its header), into `stalls`. */
+/** The apply script's parked turns to re-publish ({seq, "partition:offset", ...}), into `released`. */
+function readReleased(session: SessionRef, reply: readonly unknown[], released: ReleasedTurn[]): void {
+  const { tenantId, sessionId } = session;
+  for (let i = 0; i < reply.length; i += 2) {
+    const position = String(reply[i + 1]);
+    const colon = position.indexOf(':');
+    released.push({
+      tenantId,
+      sessionId,
+      seq: Number(reply[i]),
+      partition: Number(position.slice(0, colon)),
+      offset: Number(position.slice(colon + 1)),
+    });
+  }
+}
+
+/** A script's stall reply ({0}, {1 or 2, stalledAt, expectedSeq} or {-1}: see its header), into `stalls`. */
 export function readStall(session: SessionRef, reply: unknown, stalls: StallChange[]): void {
   const [change, since, expectedSeq] = reply as [number, number?, number?];
   if (change === 1 || change === 2) {
@@ -268,7 +309,7 @@ function readApplyReply(
   turn: TurnEvent,
   reply: unknown[],
   stateless: ReadonlyMap<number, string>,
-): { result: ApplyResult; skipped: readonly ChangeRejection[] } {
+): { result: ApplyResult; parked: boolean; skipped: readonly ChangeRejection[] } {
   const status = Number(reply[0]);
   const seq = turn.seq;
   const triples = (): ChangeRejection[] => {
@@ -287,12 +328,14 @@ function readApplyReply(
   switch (status) {
     case applyReply.applied: {
       const rejected = triples();
-      return { result: { ok: true, seq, duplicate: false, rejected }, skipped: rejected };
+      return { result: { ok: true, seq, duplicate: false, rejected }, parked: false, skipped: rejected };
     }
     case applyReply.redelivered:
-      return { result: { ok: true, seq, duplicate: true, rejected: [] }, skipped: triples() };
-    default:
-      return { result: readRefusal(turn, reply, status), skipped: [] };
+      return { result: { ok: true, seq, duplicate: true, rejected: [] }, parked: false, skipped: triples() };
+    default: {
+      const parked = status === applyReply.seqGap && Number(reply[2]) === 1;
+      return { result: readRefusal(turn, reply, status), parked, skipped: [] };
+    }
   }
 }
 

@@ -27,9 +27,10 @@ export interface BrokenMark {
 }
 
 /**
- * A session that cannot go on: a turn past the watermark was refused (a gap before it, or the turn
- * itself), so no later turn applies until the turn at expectedSeq arrives (again). `since`: when it was
- * refused (ISO 8601, Redis's clock), null for a mark written before the time was kept.
+ * A session that cannot go on: the turn at expectedSeq is not at hand. Either turns after it came first
+ * (parked: they apply, in order, once it arrives), or a turn past the watermark was refused (over the
+ * parking bound, or the turn itself). `since`: when the session began to wait (ISO 8601, Redis's
+ * clock); null is kept in the type for readers of older answers.
  */
 export interface Stall {
   readonly expectedSeq: number;
@@ -40,7 +41,7 @@ export interface Watermark {
   /** Every turn up to this seq, and none after, is applied (0 before the first). */
   readonly appliedSeq: number;
   readonly broken: BrokenMark | null;
-  /** Set while the broken mark is past the watermark: the session waits for a turn. */
+  /** Set while the session waits for a turn that is not at hand (see Stall). */
   readonly stalled: Stall | null;
   /** The turns.l0 position of the turn at appliedSeq; null before the first turn. */
   readonly offsets: L0Position | null;
@@ -166,7 +167,7 @@ function itemAsOf(itemJson: Nullable, endJson: Nullable, toSeq: number): ItemFac
 }
 
 export function readWatermark(raw: unknown[]): Watermark {
-  const [applied, brokenSeq, brokenReason, position, brokenAt] = raw as [
+  const [applied, brokenSeq, brokenReason, position, stalledAt] = raw as [
     number,
     Nullable,
     Nullable,
@@ -182,13 +183,9 @@ export function readWatermark(raw: unknown[]): Watermark {
     appliedSeq,
     broken,
     stalled:
-      broken === null || broken.seq <= appliedSeq
+      stalledAt === null || stalledAt === undefined
         ? null
-        : {
-            expectedSeq: appliedSeq + 1,
-            since:
-              brokenAt === null || brokenAt === undefined ? null : new Date(Number(brokenAt)).toISOString(),
-          },
+        : { expectedSeq: appliedSeq + 1, since: new Date(Number(stalledAt)).toISOString() },
     offsets: parsePosition(position ?? null),
   };
 }

@@ -6,7 +6,9 @@ import {
   queueApply,
   readStall,
   type ApplyOutcome,
+  type AppliedBatch,
   type PositionedTurn,
+  type ReleasedTurn,
   type StallChange,
 } from './projection-apply.js';
 import {
@@ -51,6 +53,8 @@ export type EpochApply =
   | {
       readonly ok: true;
       readonly outcomes: readonly ApplyOutcome[];
+      /** Parked turns whose gap this batch filled: the caller re-publishes them to turns.l0. */
+      readonly released: readonly ReleasedTurn[];
       /** Sessions that began or ceased to be stalled in this batch (already in the stalled index). */
       readonly stalls: readonly StallChange[];
     }
@@ -86,13 +90,22 @@ export interface ProjectionOptions {
   /** waitForWatermark polls between these intervals, backing off (default 2 → 25 ms). */
   readonly pollMinMs?: number;
   readonly pollMaxMs?: number;
+  /**
+   * How many early turns (past a missing one) a session parks until the missing one arrives (default
+   * 1,000); a later one is refused as seq_gap, a dead letter, and breaks the session at its seq.
+   */
+  readonly maxParkedTurns?: number;
 }
+
+/** The default of ProjectionOptions.maxParkedTurns. */
+export const defaultMaxParkedTurns = 1000;
 
 export class Projection {
   readonly #redis: Redis;
   readonly #prefix: string;
   readonly #pollMinMs: number;
   readonly #pollMaxMs: number;
+  readonly #maxParked: number;
 
   /** Epoch and clear; a rebuild also sets the rebuilding mark (beginRebuild, finishRebuild). */
   readonly lifecycle: StoreLifecycle;
@@ -103,11 +116,12 @@ export class Projection {
     this.lifecycle = new StoreLifecycle(redis, projectionLayout(this.#prefix));
     this.#pollMinMs = options.pollMinMs ?? 2;
     this.#pollMaxMs = options.pollMaxMs ?? 25;
+    this.#maxParked = options.maxParkedTurns ?? defaultMaxParkedTurns;
     // defineCommand keeps one script per name and connection; loading it again is harmless.
-    redis.defineCommand('tidemarkProjectionApply', { numberOfKeys: 13, lua: scripts.apply });
+    redis.defineCommand('tidemarkProjectionApply', { numberOfKeys: 14, lua: scripts.apply });
     redis.defineCommand('tidemarkProjectionStateAt', { numberOfKeys: 10, lua: scripts.stateAt });
     redis.defineCommand('tidemarkProjectionWatermark', { numberOfKeys: 2, lua: scripts.watermark });
-    redis.defineCommand('tidemarkProjectionMarkBroken', { numberOfKeys: 1, lua: scripts.markBroken });
+    redis.defineCommand('tidemarkProjectionMarkBroken', { numberOfKeys: 2, lua: scripts.markBroken });
   }
 
   get prefix(): string {
@@ -124,13 +138,18 @@ export class Projection {
    * notices a projection lost in between instead of starting a new one over it.
    */
   async applyBatch(turns: readonly PositionedTurn[]): Promise<ApplyOutcome[]> {
+    return (await this.applyTurns(turns)).outcomes;
+  }
+
+  /** applyBatch, with the turns it released from parking and the stalls it changed. */
+  async applyTurns(turns: readonly PositionedTurn[]): Promise<AppliedBatch> {
     const pipeline = this.#redis.pipeline();
     pipeline.set(this.#epochKey, newEpoch(), 'NX');
-    const finish = queueApply(pipeline, this.#prefix, turns);
+    const finish = queueApply(pipeline, this.#prefix, turns, this.#maxParked);
     const replies = await execAll(pipeline);
-    const { outcomes, stalls } = finish(replies.slice(1));
-    if (stalls.length > 0) await this.#indexStalls(stalls);
-    return outcomes;
+    const applied = finish(replies.slice(1));
+    if (applied.stalls.length > 0) await this.#indexStalls(applied.stalls);
+    return applied;
   }
 
   /**
@@ -141,19 +160,19 @@ export class Projection {
    */
   async applyBatchInEpoch(epoch: string, turns: readonly PositionedTurn[]): Promise<EpochApply> {
     const pipeline = this.#redis.pipeline();
-    const finish = queueApply(pipeline, this.#prefix, turns);
+    const finish = queueApply(pipeline, this.#prefix, turns, this.#maxParked);
     pipeline.get(this.#epochKey);
     const replies = await execAll(pipeline);
     const current = replies[replies.length - 1] as string | null;
     if (current !== epoch) return { ok: false, reason: 'epoch_changed', epoch: current };
-    const { outcomes, stalls } = finish(replies.slice(0, -1));
+    const { outcomes, released, stalls } = finish(replies.slice(0, -1));
     if (stalls.length > 0) await this.#indexStalls(stalls);
-    return { ok: true, outcomes, stalls };
+    return { ok: true, outcomes, released, stalls };
   }
 
   /**
-   * How many sessions are stalled: waiting for a turn past their watermark that was refused. Reconciles
-   * the index with the sessions' marks as it counts (O(stalled sessions), a rare few): an entry whose
+   * How many sessions are stalled: waiting for a turn past their watermark that is not at hand (refused,
+   * or missing before parked turns). Reconciles the index with the sessions' marks as it counts (O(stalled sessions), a rare few): an entry whose
    * session is no longer stalled (a crash lost the removal that followed the apply that ended the stall)
    * is dropped.
    */
@@ -162,11 +181,8 @@ export class Projection {
     const members = await this.#redis.zrange(key, 0, -1);
     if (members.length === 0) return 0;
     // A member is the session's meta key; read together (auto-pipelined, each on its own slot).
-    const marks = await Promise.all(members.map((meta) => this.#redis.hmget(meta, 'applied', 'brokenSeq')));
-    const stale = members.filter((_, i) => {
-      const [applied, brokenSeq] = marks[i]!;
-      return brokenSeq == null || Number(brokenSeq) <= Number(applied ?? 0);
-    });
+    const marks = await Promise.all(members.map((meta) => this.#redis.hget(meta, 'stalledAt')));
+    const stale = members.filter((_, i) => marks[i] === null);
     if (stale.length > 0) await this.#redis.zrem(key, ...stale);
     return members.length - stale.length;
   }
@@ -306,6 +322,7 @@ export class Projection {
     const keys = sessionKeys(this.#prefix, tenantId, sessionId);
     const [, stall] = await this.#redis.tidemarkProjectionMarkBroken(
       keys.meta,
+      keys.parked,
       Number.isSafeInteger(seq) && seq > 0 ? seq : 0,
       reason,
     );

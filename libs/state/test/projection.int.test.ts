@@ -212,14 +212,17 @@ describe('Projection', () => {
         expect(outcomes.map((o) => o.result)).toEqual(results);
         await expectSameState(store, fold, turns, random, 30);
 
-        // The broken mark: the earliest turn refused or with a skipped change, with its reason.
-        const first = results
-          .map((result) =>
+        // The broken mark: the earliest turn refused (a parked one is not) or with a skipped change, with
+        // its reason.
+        const first = outcomes
+          .map(({ result, parked }) =>
             result.ok
               ? result.rejected.length > 0
                 ? { seq: result.seq, reason: result.rejected[0]!.reason }
                 : null
-              : { seq: result.seq, reason: result.reason },
+              : parked
+                ? null
+                : { seq: result.seq, reason: result.reason },
           )
           .filter((mark) => mark !== null)
           .reduce<{ seq: number; reason: string } | null>(
@@ -290,25 +293,72 @@ describe('Projection', () => {
     expect((await store.watermark('tenant-a', 'skips')).stalled).toBeNull();
   });
 
-  it('says a session stalls on a gap: the seq it waits for and since when, until that turn comes (again)', async () => {
+  it('parks turns past a gap, says the session stalls (the seq it waits for, since when), and releases them once it comes', async () => {
     const { projection: store } = projection();
-    const turns = generateSession(13, { turns: 6, sessionId: 'gap' });
-    await store.applyBatch(positioned(turns.slice(0, 3)));
+    const turns = generateSession(13, { turns: 8, sessionId: 'gap' });
+    const at = (from: number, list: readonly TurnEvent[]) =>
+      list.map((turn, i) => ({ turn, partition: 1, offset: from + i }));
+    await store.applyTurns(at(0, turns.slice(0, 3)));
     const before = Date.now();
-    await store.applyBatch(positioned(turns.slice(4))); // 4 never came: 5 and 6 are refused
+    // 4 and 5 are late: 6 and 7 are parked (refused as gaps by the fold's rule, but not dead letters).
+    const early = await store.applyTurns(at(10, [turns[5]!, turns[6]!]));
+    expect(early.outcomes.map((o) => [o.result.ok, o.parked])).toEqual([
+      [false, true],
+      [false, true],
+    ]);
     const stalled = (await store.watermark('tenant-a', 'gap')).stalled;
     expect(stalled).toEqual({ expectedSeq: 4, since: expect.any(String) as unknown });
     expect(Date.parse(stalled!.since!)).toBeGreaterThanOrEqual(before - 1_000);
-    // 4 arrives: the session now waits for 5, refused earlier, since the same moment.
-    await store.applyBatch(positioned([turns[3]!]));
+    // A redelivery of a parked turn is parked still.
+    const again = await store.applyTurns(at(10, [turns[5]!]));
+    expect(again.outcomes[0]).toMatchObject({ parked: true, result: { ok: false, reason: 'seq_gap' } });
+    expect((await store.watermark('tenant-a', 'gap')).broken).toBeNull();
+    // 4 arrives: the session now waits for 5, since the same moment; nothing is released yet.
+    expect((await store.applyTurns(at(20, [turns[3]!]))).released).toEqual([]);
     expect((await store.watermark('tenant-a', 'gap')).stalled).toEqual({
       expectedSeq: 5,
       since: stalled!.since,
     });
-    // 5 and 6 published again: it goes on; the broken mark stays, the stall is over.
-    await store.applyBatch(positioned(turns.slice(4)));
-    const after = await store.watermark('tenant-a', 'gap');
-    expect(after).toMatchObject({ appliedSeq: 6, broken: { seq: 5, reason: 'seq_gap' }, stalled: null });
+    // 5 arrives: 6 and 7 are released (where they are in turns.l0), and the stall is over: they follow.
+    const filled = await store.applyTurns(at(30, [turns[4]!]));
+    expect(filled.released).toEqual([
+      { tenantId: 'tenant-a', sessionId: 'gap', seq: 6, partition: 1, offset: 10 },
+      { tenantId: 'tenant-a', sessionId: 'gap', seq: 7, partition: 1, offset: 11 },
+    ]);
+    expect(filled.stalls).toEqual([{ change: 'ended', tenantId: 'tenant-a', sessionId: 'gap' }]);
+    expect(await store.watermark('tenant-a', 'gap')).toMatchObject({ appliedSeq: 5, stalled: null });
+    // A redelivery of 5 (a crash before they were published) releases them again; a later batch does not.
+    expect((await store.applyTurns(at(30, [turns[4]!]))).released.map((r) => r.seq)).toEqual([6, 7]);
+    expect((await store.applyTurns(at(11, [turns[6]!]))).released).toEqual([]);
+    // Published again, they apply like any turn, from their new positions; nothing is broken.
+    const applied = await store.applyTurns(at(40, turns.slice(5)));
+    expect(applied.outcomes.map((o) => o.result.ok)).toEqual([true, true, true]);
+    expect(await store.watermark('tenant-a', 'gap')).toEqual({
+      appliedSeq: 8,
+      broken: null,
+      stalled: null,
+      offsets: { partition: 1, offset: 42 },
+    });
+    expect(await store.l0Position('tenant-a', 'gap', 6)).toEqual({ partition: 1, offset: 40 });
+  });
+
+  it('parks up to its bound; the next early turn is a seq_gap refusal that breaks the session there', async () => {
+    const { redis, prefix } = redisClient();
+    const store = new Projection(redis, { prefix, maxParkedTurns: 2 });
+    const turns = generateSession(14, { turns: 8, sessionId: 'bound' });
+    await store.applyTurns(positioned(turns.slice(0, 2)));
+    const early = await store.applyTurns(positioned(turns.slice(3, 6)));
+    expect(early.outcomes.map((o) => o.parked)).toEqual([true, true, false]);
+    expect(await store.watermark('tenant-a', 'bound')).toMatchObject({
+      appliedSeq: 2,
+      broken: { seq: 6, reason: 'seq_gap' },
+      stalled: { expectedSeq: 3 },
+    });
+    // 3 comes: 4 and 5 are released; 6 was refused, so the session waits for it (published again).
+    const filled = await store.applyTurns(positioned([turns[2]!]));
+    expect(filled.released.map((r) => r.seq)).toEqual([4, 5]);
+    await store.applyTurns(positioned(turns.slice(3, 5)));
+    expect((await store.watermark('tenant-a', 'bound')).stalled).toMatchObject({ expectedSeq: 6 });
   });
 
   it('records where each turn lives in turns.l0, and the watermark', async () => {
@@ -342,13 +392,17 @@ describe('Projection', () => {
     await store.applyBatch(positioned(turns.slice(6, 8)));
     expect(await waiting).toEqual({ ok: true });
 
-    // A gap at 10: waits past the watermark answer broken at once; boundaries before the break stay ok.
+    // 10 early (parked): a wait past the watermark waits, for 9 or for the bound; no break.
     await store.applyBatch(positioned([turns[9]!]));
+    expect(await store.waitForWatermark('tenant-a', 'w', 9, 30)).toEqual({ ok: false, reason: 'timeout' });
+    expect((await store.watermark('tenant-a', 'w')).broken).toBeNull();
+    // A refused turn at 9: waits past the watermark answer broken at once; boundaries before it stay ok.
+    await store.markBroken('tenant-a', 'w', 9, 'invalid_event');
     const started = Date.now();
     expect(await store.waitForWatermark('tenant-a', 'w', 9, 5_000)).toEqual({ ok: false, reason: 'broken' });
     expect(Date.now() - started).toBeLessThan(1_000);
     expect(await store.waitForWatermark('tenant-a', 'w', 8, 50)).toEqual({ ok: true });
-    expect((await store.watermark('tenant-a', 'w')).broken).toEqual({ seq: 10, reason: 'seq_gap' });
+    expect((await store.watermark('tenant-a', 'w')).broken).toEqual({ seq: 9, reason: 'invalid_event' });
 
     await store.invalidate('test');
     expect(await store.waitForWatermark('tenant-a', 'w', 8, 30)).toEqual({ ok: false, reason: 'rebuilding' });

@@ -24,6 +24,11 @@ export const materializerConfigSchema = z
      * restarted materializer resumes after at most this (the broker's floor is 6 s).
      */
     CONSUMER_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6_000).default(30_000),
+    /**
+     * Early turns (past a missing one) a session holds until the missing one comes, then publishes again
+     * after it; one more is refused (seq_gap, a dead letter) and breaks the session at its seq.
+     */
+    MAX_PARKED_TURNS: z.coerce.number().int().min(0).default(1_000),
     /** Create the topics if missing (local runs and tests). */
     PROVISION_TOPICS: z.stringbool().default(true),
     /** Partitions of the topics when it provisions them. */

@@ -34,7 +34,8 @@ export class DeadLetterLog {
       };
       const { result, turn } = outcome;
       const where = `${turn.tenantId}/${turn.sessionId} seq ${turn.seq}`;
-      if (!result.ok) add(result.reason, -1, `${where}: ${result.message}`);
+      // A parked turn is not refused: it applies once the turn before it comes.
+      if (!result.ok && !outcome.parked) add(result.reason, -1, `${where}: ${result.message}`);
       for (const skipped of outcome.skipped) {
         add(skipped.reason, skipped.index, `${where}, change ${skipped.index} skipped: ${skipped.message}`);
       }

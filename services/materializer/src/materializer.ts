@@ -26,6 +26,7 @@ import { Redis } from 'ioredis';
 import type { Admin } from 'kafkajs';
 import type { MaterializerConfig } from './config.js';
 import { DeadLetterLog } from './dead-letters.js';
+import { ParkedTurns } from './parked.js';
 import { RebuildProgress } from './rebuild-progress.js';
 import { materializerMetrics, type MaterializerMetrics } from './metrics.js';
 
@@ -67,6 +68,7 @@ class MaterializerService implements Materializer {
   readonly #clientId: string;
   readonly #topics: ReturnType<typeof topicNames>;
   #bus: Bus | null = null;
+  #parked: ParkedTurns | null = null;
   #producer: EventProducer | null = null;
   #admin: Admin | null = null;
   #consumer: EventConsumer | null = null;
@@ -106,7 +108,10 @@ class MaterializerService implements Materializer {
       { redis: () => this.#redis, kafka: () => this.#bus },
       config.DEPENDENCY_TIMEOUT_MS,
     );
-    this.projection = new Projection(this.#redis, { prefix: config.REDIS_PREFIX });
+    this.projection = new Projection(this.#redis, {
+      prefix: config.REDIS_PREFIX,
+      maxParkedTurns: config.MAX_PARKED_TURNS,
+    });
     this.#topics = topicNames(config.TOPIC_PREFIX);
     this.#metrics = materializerMetrics(
       hosted.metrics,
@@ -144,6 +149,7 @@ class MaterializerService implements Materializer {
       logger: this.#logger,
     });
     this.#bus = bus;
+    this.#parked = new ParkedTurns(bus);
     this.#admin = bus.kafka.admin();
     await this.#admin.connect();
     if (this.#config.PROVISION_TOPICS) {
@@ -178,6 +184,7 @@ class MaterializerService implements Materializer {
     await this.#consumer?.stop();
     this.#consumer = null;
     await this.#admin?.disconnect().catch(() => undefined);
+    await this.#parked?.close().catch(() => undefined);
     await this.#bus?.disconnect();
     if (this.#ownsRedis) await this.#redis.quit().catch(() => this.#redis.disconnect());
     this.#closed = true;
@@ -331,12 +338,17 @@ class MaterializerService implements Materializer {
         );
       }
     }
+    if (applied.released.length > 0 && this.#parked !== null) {
+      const sent = await this.#parked.republish(producer, records, applied.released, this.#logger);
+      this.#metrics.turns('republished', sent);
+      this.#logger.info({ turns: sent }, 'parked turns published again: the turns they waited for came');
+    }
     for (const stall of applied.stalls) {
       const session = sessionKey(stall.tenantId, stall.sessionId);
       if (stall.change === 'began') {
         this.#logger.warn(
           { session, expectedSeq: stall.expectedSeq },
-          `session stalled: waiting for seq ${stall.expectedSeq}; publish it (again) and what follows`,
+          `session stalled: waiting for seq ${stall.expectedSeq}; publish it (again)`,
         );
       } else if (stall.change === 'ended') {
         this.#logger.info({ session }, 'session no longer stalled: the turn it waited for was applied');
@@ -345,14 +357,17 @@ class MaterializerService implements Materializer {
     let fresh = 0;
     let duplicate = 0;
     let refused = 0;
-    for (const { result } of applied.outcomes) {
-      if (!result.ok) refused++;
+    let parked = 0;
+    for (const { result, parked: early } of applied.outcomes) {
+      if (early) parked++;
+      else if (!result.ok) refused++;
       else if (result.duplicate) duplicate++;
       else fresh++;
     }
     this.#metrics.turns('applied', fresh);
     this.#metrics.turns('duplicate', duplicate);
     this.#metrics.turns('refused', refused);
+    this.#metrics.turns('parked', parked);
     this.#metrics.applied(Number(process.hrtime.bigint() - started) / 1e9, records.length);
   }
 

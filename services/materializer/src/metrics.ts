@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from '@tidemark/service';
 import type { DeadLetterReason } from '@tidemark/core';
 
-type TurnOutcome = 'applied' | 'duplicate' | 'refused';
+type TurnOutcome = 'applied' | 'duplicate' | 'refused' | 'parked' | 'republished';
 
 /** The materializer's metrics, registered on the host's registry. */
 export interface MaterializerMetrics {
@@ -20,7 +20,7 @@ export function materializerMetrics(
 ): MaterializerMetrics {
   const turns = new Counter({
     name: 'tidemark_materializer_turns_total',
-    help: 'Turns read from turns.l0, by outcome: applied, duplicate (a redelivery, a no-op) or refused.',
+    help: 'Turns read from turns.l0, by outcome: applied, duplicate (a redelivery, a no-op), refused, parked (early: held until the turn before it comes), or republished (parked turns published again once it came).',
     labelNames: ['outcome'],
     registers: [register],
   });
@@ -53,7 +53,7 @@ export function materializerMetrics(
   });
   new Gauge({
     name: 'tidemark_materializer_stalled_sessions',
-    help: 'Sessions waiting for a turn past their watermark that was refused (a gap, or the turn itself), over the whole projection: every instance reports the same count.',
+    help: 'Sessions waiting for a turn past their watermark that is not at hand (missing before parked turns, or refused), over the whole projection: every instance reports the same count.',
     registers: [register],
     async collect() {
       const value = await stalledSessions().catch(() => null);

@@ -138,13 +138,13 @@ describe('materializer', () => {
     expect(materializer.state).toBe('ready');
   });
 
-  it('dead-letters each bad input with its reason code, marks the session broken, and keeps consuming', async () => {
+  it('dead-letters each bad input with its reason code, marks the session broken, parks early turns, and keeps consuming', async () => {
     const h = await harness();
     const base = (sessionId: string, turns: number) =>
       generateSession(77, { turns, sessionId, activity: 0.3 });
     const ghost: StateChange = { type: 'item_closed', itemId: 'call-never', outcome: 'ok', detail: null };
 
-    const gap = base('gap', 8).filter((t) => t.seq !== 6); // 7 and 8 arrive after 5
+    const gap = base('gap', 8).filter((t) => t.seq !== 6); // 7 and 8 arrive after 5: parked
     const conflict = base('conflict', 8);
     const rewritten5 = { ...conflict[4]!, turnId: 'another-turn-5', content: 'rewritten' };
     conflict.splice(5, 0, rewritten5); // seq 5 again, other content
@@ -164,9 +164,9 @@ describe('materializer', () => {
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
     await h.startMaterializer({}, { metrics, logger });
     await h.waitForWatermarks(expectedWatermarks(turns));
-    const letters = await h.waitForDeadLetters(5);
+    const letters = await h.waitForDeadLetters(3);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(h.deadLetters).toHaveLength(5);
+    expect(h.deadLetters).toHaveLength(3);
 
     const turnsTopic = `${h.config.TOPIC_PREFIX}turns.l0`;
     const of = (sessionId: string) =>
@@ -179,10 +179,7 @@ describe('materializer', () => {
       service: 'materializer',
       message: expect.stringContaining(message) as unknown,
     });
-    expect(of('gap')).toEqual([
-      letter('seq_gap', 'seq 7 after 5: 1 turn(s) missing'),
-      letter('seq_gap', 'seq 8 after 5: 2 turn(s) missing'),
-    ]);
+    expect(of('gap')).toEqual([]); // parked, not refused
     expect(of('conflict')).toEqual([
       letter(
         'conflicting_redelivery',
@@ -202,7 +199,7 @@ describe('materializer', () => {
     }
 
     const broken = async (sessionId: string) => (await h.projection.watermark('tenant-a', sessionId)).broken;
-    expect(await broken('gap')).toEqual({ seq: 7, reason: 'seq_gap' });
+    expect(await broken('gap')).toBeNull();
     expect(await broken('conflict')).toEqual({ seq: 5, reason: 'conflicting_redelivery' });
     expect(await broken('regression')).toEqual({ seq: 3, reason: 'conflicting_redelivery' });
     expect(await broken('resent')).toBeNull();
@@ -212,7 +209,8 @@ describe('materializer', () => {
     expect(Number(kept!.offset)).toBe(Number(next!.offset) - 2);
     expect(await broken('unknown')).toEqual({ seq: 5, reason: 'unknown_item' });
     expect(await broken('after')).toBeNull();
-    // Only the gap stalls its session (it waits for 6); the others were broken at or below their watermark.
+    // Only the gap stalls its session (it waits for 6, 7 and 8 parked); the others were broken at or below
+    // their watermark.
     expect(await metrics.getSingleMetricAsString('tidemark_materializer_stalled_sessions')).toMatch(
       /\ntidemark_materializer_stalled_sessions 1$/,
     );
@@ -224,14 +222,15 @@ describe('materializer', () => {
         level: 40,
         session: sessionKey('tenant-a', 'gap'),
         expectedSeq: 6,
-        msg: 'session stalled: waiting for seq 6; publish it (again) and what follows',
+        msg: 'session stalled: waiting for seq 6; publish it (again)',
       }),
     ]);
 
-    // Markers at or past the break are unverifiable; before it they are not affected.
+    // Markers past a gap wait for it (no break); at or past a break they are unverifiable; before it they
+    // are not affected.
     expect(await h.projection.waitForWatermark('tenant-a', 'gap', 7, 100)).toEqual({
       ok: false,
-      reason: 'broken',
+      reason: 'timeout',
     });
     expect(await h.projection.waitForWatermark('tenant-a', 'unknown', 6, 100)).toEqual({
       ok: false,
@@ -240,5 +239,21 @@ describe('materializer', () => {
     expect(await h.projection.waitForWatermark('tenant-a', 'unknown', 4, 100)).toEqual({ ok: true });
     expect(await h.projection.waitForWatermark('tenant-a', 'after', 30, 100)).toEqual({ ok: true });
     await expectMatchesFold(h.projection, turns, 4, 10);
+
+    // Only the missing turn is published: the parked 7 and 8 are published again after it, and apply.
+    await h.publish([base('gap', 8)[5]!]);
+    await h.waitForWatermarks(new Map([['tenant-a/gap', 8]]));
+    expect(await h.projection.watermark('tenant-a', 'gap')).toMatchObject({ broken: null, stalled: null });
+    expect(await metrics.getSingleMetricAsString('tidemark_materializer_stalled_sessions')).toMatch(
+      /\ntidemark_materializer_stalled_sessions 0$/,
+    );
+    expect(await metrics.getSingleMetricAsString('tidemark_materializer_turns_total')).toMatch(
+      /outcome="republished"} 2(\n|$)/,
+    );
+    // The copies apply from their new place: after the missing turn in turns.l0.
+    const six = (await h.projection.l0Position('tenant-a', 'gap', 6))!;
+    expect((await h.projection.l0Position('tenant-a', 'gap', 7))!.offset).toBeGreaterThan(six.offset);
+    expect(h.deadLetters).toHaveLength(3);
+    await expectMatchesFold(h.projection, base('gap', 8), 4, 10);
   });
 });

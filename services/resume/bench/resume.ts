@@ -26,7 +26,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { hashToken } from '../src/auth.js';
 import { resumeConfigSchema } from '../src/config.js';
-import { L0Reader } from '../src/l0-reader.js';
+import { L0Reader } from '@tidemark/contract';
 import { createResumeClient } from '../src/library.js';
 import { create as createResume } from '../src/service.js';
 

@@ -12,7 +12,7 @@ import {
 } from '@tidemark/core';
 import type { Logger } from 'pino';
 import type { ResumeMetrics } from './metrics.js';
-import type { L0Span } from './l0-reader.js';
+import type { L0Span } from '@tidemark/contract';
 import { splitStoredPlan } from './session-plan.js';
 import { ContextCache } from './context-cache.js';
 import {

@@ -1,10 +1,11 @@
-import type { Policy, TurnEvent } from '@tidemark/core';
+import type { Policy } from '@tidemark/core';
 import {
   type Bus,
-  decodeRecord,
   defaultMaxEventBytes,
+  L0Reader,
   Registry as SchemaRegistryClient,
   topicNames,
+  turnDecoder,
 } from '@tidemark/contract';
 import { PlanStore, Projection } from '@tidemark/state';
 import type { Redis } from 'ioredis';
@@ -12,7 +13,6 @@ import type { Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { createResumeClientFrom, type ResumeClient } from './client.js';
-import { L0Reader, type L0Record } from './l0-reader.js';
 import { resumeMetrics } from './metrics.js';
 
 // The in-process library: what an agent runtime that embeds Tidemark calls on restart, and exactly what
@@ -69,15 +69,9 @@ export function createResumeClient(options: ResumeClientOptions): ResumeLibraryC
           turnsTopic: topicNames(options.topicPrefix ?? '').turns,
           maxEventBytes: defaultMaxEventBytes,
         };
-  // The same decoding as every consumer (registry framing, schema resolution, validation, size bound):
-  // a record the materializer dead-lettered is not a turn here either.
-  const decode = async (record: L0Record): Promise<TurnEvent | null> => {
-    const outcome = await decodeRecord('turns', { ...record }, (id) => registry.writer(id), maxEventBytes);
-    return outcome.ok ? outcome.value : null;
-  };
   const reader = new L0Reader({
     kafka,
-    decode,
+    decode: turnDecoder(registry, maxEventBytes),
     ...(options.fetchBytes === undefined ? {} : { fetchBytes: options.fetchBytes }),
   });
   const client = createResumeClientFrom({

@@ -1,9 +1,12 @@
 import type { TurnEvent } from '@tidemark/core';
-import { internalCluster } from '@tidemark/contract';
 import type { Kafka } from 'kafkajs';
+import { decodeRecord } from './decode.js';
+import { internalCluster } from './kafka-internals.js';
+import type { Registry } from './registry.js';
 
-// Reads a span of one session's raw turns from turns.l0 by offset: fetch the session's partition at the
-// first needed offset and read forward until the last, keeping the session's records (by key). No
+// Reads one session's raw turns from turns.l0 by offset (the resume service's raw checkpoints, the
+// materializer's parked turns): fetch the session's partition at the first needed offset and read
+// forward until the last, keeping the session's records (by key). No
 // consumer group is joined (joining costs a rebalance, hundreds of milliseconds, per read): the reader
 // sends Fetch requests straight to the partition leader, over the connection pool of a kafkajs cluster.
 // kafkajs has no public API for that (its consumer only reads through a group), so the reader reaches
@@ -71,6 +74,20 @@ export interface L0ReaderOptions {
   readonly decode: (record: L0Record) => Promise<TurnEvent | null>;
   /** Bytes per fetch (default 4 MiB): a 1,000-turn span of ~1 KiB turns is one fetch. */
   readonly fetchBytes?: number;
+}
+
+/**
+ * The decoding every consumer applies to a turns.l0 record (registry framing, schema resolution,
+ * validation, size bound): a record the materializer dead-lettered is not a turn here either.
+ */
+export function turnDecoder(
+  registry: Registry,
+  maxEventBytes: number,
+): (record: L0Record) => Promise<TurnEvent | null> {
+  return async (record) => {
+    const outcome = await decodeRecord('turns', { ...record }, (id) => registry.writer(id), maxEventBytes);
+    return outcome.ok ? outcome.value : null;
+  };
 }
 
 const READ_COMMITTED = 1;
@@ -193,6 +210,32 @@ export class L0Reader {
       }
     }
     return turns;
+  }
+
+  /**
+   * The turns at these offsets of one partition (null where there is none, or no valid turn), in the
+   * order asked. Offsets close together cost one Fetch.
+   */
+  async turnsAt(topic: string, partition: number, offsets: readonly number[]): Promise<(TurnEvent | null)[]> {
+    const found = new Map<number, TurnEvent | null>();
+    const wanted = [...new Set(offsets)].sort((a, b) => a - b);
+    for (let i = 0; i < wanted.length;) {
+      const messages = await this.fetchAt(topic, partition, wanted[i]!);
+      const past = messages.length === 0 ? Infinity : Number(messages.at(-1)!.offset);
+      for (const message of messages) {
+        const at = Number(message.offset);
+        if (found.has(at) || !wanted.includes(at) || message.isControlRecord === true) continue;
+        found.set(
+          at,
+          await this.#decode({ topic, partition, offset: at, key: message.key, value: message.value }),
+        );
+      }
+      // On to the next offset not yet read (past the end of the partition, none is there).
+      const before = i;
+      while (i < wanted.length && wanted[i]! <= past) i++;
+      if (i === before) i++;
+    }
+    return offsets.map((offset) => found.get(offset) ?? null);
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,78 @@
+import { L0Reader, turnDecoder, type Bus, type DecodedRecord, type EventProducer } from '@tidemark/contract';
+import { sessionKey, type TurnEvent } from '@tidemark/core';
+import type { Logger } from '@tidemark/service';
+import type { ReleasedTurn } from '@tidemark/state';
+
+// Turns that came before the turn they follow are parked by the projection (not dead letters); once
+// the missing turn is applied the projection releases them, and they are published again to turns.l0,
+// right after the turn they waited for. There they apply like any turn, and every reader of turns.l0
+// (the compactor, the resume service's raw reads) meets them in seq order. Their first copies stay
+// where they are, refused as gaps by every reader; a copy published twice (a crash between the release
+// and its publishing tells it again) is a redelivery, a no-op.
+
+export class ParkedTurns {
+  readonly #reader: L0Reader;
+  readonly #topic: string;
+
+  constructor(bus: Bus) {
+    this.#reader = new L0Reader({ kafka: bus.kafka, decode: turnDecoder(bus.registry, bus.maxEventBytes) });
+    this.#topic = bus.topics.turns;
+  }
+
+  /**
+   * Publishes the released turns again, in the order released (each session's in seq order); one
+   * read of turns.l0 per partition for those not in the batch at hand. Resolves once they are written.
+   */
+  async republish(
+    producer: EventProducer,
+    batch: readonly DecodedRecord<TurnEvent>[],
+    released: readonly ReleasedTurn[],
+    logger: Logger,
+  ): Promise<number> {
+    const at = (partition: number, offset: number) => `${partition}:${offset}`;
+    const found = new Map<string, TurnEvent | null>();
+    for (const record of batch) found.set(at(record.raw.partition, record.raw.offset), record.value);
+    const missing = new Map<number, number[]>();
+    for (const { partition, offset } of released) {
+      if (found.has(at(partition, offset))) continue;
+      const offsets = missing.get(partition);
+      if (offsets === undefined) missing.set(partition, [offset]);
+      else offsets.push(offset);
+    }
+    await Promise.all(
+      [...missing].map(async ([partition, offsets]) => {
+        const turns = await this.#reader.turnsAt(this.#topic, partition, offsets);
+        offsets.forEach((offset, i) => found.set(at(partition, offset), turns[i]!));
+      }),
+    );
+    const turns: TurnEvent[] = [];
+    for (const parked of released) {
+      const turn = found.get(at(parked.partition, parked.offset)) ?? null;
+      // The projection parked only valid turns of this session; a record not found is gone from
+      // turns.l0 (retention): the session waits at its seq until it is published again.
+      if (
+        turn === null ||
+        turn.seq !== parked.seq ||
+        sessionKey(turn.tenantId, turn.sessionId) !== sessionKey(parked.tenantId, parked.sessionId)
+      ) {
+        logger.error(
+          {
+            session: sessionKey(parked.tenantId, parked.sessionId),
+            seq: parked.seq,
+            partition: parked.partition,
+            offset: parked.offset,
+          },
+          'a parked turn is no longer in turns.l0; publish it again',
+        );
+        continue;
+      }
+      turns.push(turn);
+    }
+    if (turns.length > 0) await producer.send('turns', turns);
+    return turns.length;
+  }
+
+  close(): Promise<void> {
+    return this.#reader.close();
+  }
+}
