@@ -1,7 +1,7 @@
 import { seededRandom } from '@tidemark/core';
 import { endpoints, LocalKafka } from '@tidemark/test-infra';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { expectSettledOnReference, startFaultRun } from './fault-run.js';
+import { expectSettledOnReference, publishUnderFaults, startFaultRun } from './fault-run.js';
 import { sleep } from './reference-check.js';
 
 // The broker lost under load: the four services in one process on a broker of the test's own (the
@@ -36,7 +36,7 @@ describe('the broker lost under load', () => {
         schemaRegistryUrl,
         redisUrl,
       });
-      const { workload, elapsed } = faultRun;
+      const { elapsed } = faultRun;
       const random = seededRandom(seed);
       const recoveries: string[] = [];
       const restart = async (): Promise<void> => {
@@ -59,19 +59,7 @@ describe('the broker lost under load', () => {
       };
 
       const faults = [restart, freeze];
-      const outages: Promise<void>[] = [];
-      for (let chunk = 0; chunk * chunkTurns < turnsPerSession; chunk++) {
-        const from = chunk * chunkTurns;
-        // Not awaited while a fault runs: the runtime keeps its turns coming (the publish retries).
-        await faultRun.publish(workload.flatMap((turns) => turns.slice(from, from + chunkTurns)));
-        if (chunk % chunksPerFault === chunksPerFault / 2 && outages.length < faults.length) {
-          await Promise.all(outages);
-          outages.push(faults[outages.length]!());
-        }
-        await sleep(chunkPauseMs * (0.5 + random()));
-      }
-      await Promise.all(outages);
-      console.log(`${elapsed()} all published; the publisher rejected ${faultRun.rejections.count} times`);
+      await publishUnderFaults(faultRun, faults, { chunkTurns, chunkPauseMs, chunksPerFault, random });
 
       await expectSettledOnReference(faultRun, redisUrl);
       expect(recoveries.filter((r) => r.includes('never'))).toEqual([]);

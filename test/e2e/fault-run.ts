@@ -28,8 +28,9 @@ import {
 
 // A fault run, as an operator meets one: the four services in one process on a deployment of its own, a
 // workload published at a steady rate on every partition through the public publisher, faults injected
-// by the test, and at the end every session compared with the core reference. Shared by the fault tests
-// (redis-loss, broker-faults), so "settled" and "recovered" mean the same in each.
+// by the test on one schedule (publishUnderFaults), and at the end every session compared with the core
+// reference. Shared by the fault tests (redis-loss, broker-faults, network-faults), so "settled" and
+// "recovered" mean the same in each.
 
 export interface FaultRunOptions {
   readonly name: string;
@@ -168,6 +169,47 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
       return `${label}: decisions again ${flowing ? `${seconds} s` : 'never (60 s)'} after it ended`;
     },
   };
+}
+
+/** How a fault run publishes its workload and when it starts each fault. */
+export interface FaultSchedule {
+  /** Turns of every session per chunk. */
+  readonly chunkTurns: number;
+  /** The pause between chunks, jittered by ×0.5–1.5. */
+  readonly chunkPauseMs: number;
+  /** Chunks per stretch of load; a fault starts mid-way through each, until every fault has run. */
+  readonly chunksPerFault: number;
+  readonly random: () => number;
+}
+
+/**
+ * Publishes the workload chunk by chunk at a steady rate and runs the faults one after another, each
+ * started mid-way through a stretch of load (with the chunks before it in flight on every partition) and
+ * not awaited while the chunks go on: the runtime keeps its turns coming (the publish retries). Resolves
+ * once every turn is published and every fault is over.
+ */
+export async function publishUnderFaults(
+  faultRun: FaultRun,
+  faults: readonly (() => Promise<void>)[],
+  schedule: FaultSchedule,
+): Promise<void> {
+  const { chunkTurns, chunkPauseMs, chunksPerFault, random } = schedule;
+  const { workload } = faultRun;
+  const turnsPerSession = workload[0]!.length;
+  const outages: Promise<void>[] = [];
+  for (let chunk = 0; chunk * chunkTurns < turnsPerSession; chunk++) {
+    const from = chunk * chunkTurns;
+    await faultRun.publish(workload.flatMap((turns) => turns.slice(from, from + chunkTurns)));
+    if (chunk % chunksPerFault === Math.floor(chunksPerFault / 2) && outages.length < faults.length) {
+      await Promise.all(outages);
+      outages.push(faults[outages.length]!());
+    }
+    await sleep(chunkPauseMs * (0.5 + random()));
+  }
+  await Promise.all(outages);
+  console.log(
+    `${faultRun.elapsed()} all published; the publisher rejected ${faultRun.rejections.count} times`,
+  );
 }
 
 /**

@@ -1,7 +1,7 @@
 import { seededRandom } from '@tidemark/core';
 import { endpoints, freePort, LocalKafka, LocalRedis, startFaultProxy } from '@tidemark/test-infra';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { expectSettledOnReference, startFaultRun } from './fault-run.js';
+import { expectSettledOnReference, publishUnderFaults, startFaultRun } from './fault-run.js';
 import { sleep } from './reference-check.js';
 
 // The network between the services and their dependencies, faulted: the four services in one process
@@ -48,7 +48,7 @@ describe('network faults between the services and Kafka and Redis', () => {
         schemaRegistryUrl,
         redisUrl: `redis://${redisProxy.address}`,
       });
-      const { workload, elapsed } = faultRun;
+      const { elapsed } = faultRun;
       const random = seededRandom(seed);
       const recoveries: string[] = [];
       const latency = async (): Promise<void> => {
@@ -76,19 +76,7 @@ describe('network faults between the services and Kafka and Redis', () => {
       };
 
       const faults = [latency, drops, partition];
-      const outages: Promise<void>[] = [];
-      for (let chunk = 0; chunk * chunkTurns < turnsPerSession; chunk++) {
-        const from = chunk * chunkTurns;
-        // Not awaited while a fault runs: the runtime keeps its turns coming (the publish retries).
-        await faultRun.publish(workload.flatMap((turns) => turns.slice(from, from + chunkTurns)));
-        if (chunk % chunksPerFault === chunksPerFault / 2 && outages.length < faults.length) {
-          await Promise.all(outages);
-          outages.push(faults[outages.length]!());
-        }
-        await sleep(chunkPauseMs * (0.5 + random()));
-      }
-      await Promise.all(outages);
-      console.log(`${elapsed()} all published; the publisher rejected ${faultRun.rejections.count} times`);
+      await publishUnderFaults(faultRun, faults, { chunkTurns, chunkPauseMs, chunksPerFault, random });
 
       await expectSettledOnReference(faultRun, redis.url);
       expect(recoveries.filter((r) => r.includes('never'))).toEqual([]);

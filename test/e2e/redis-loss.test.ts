@@ -1,7 +1,7 @@
 import { seededRandom } from '@tidemark/core';
 import { endpoints, LocalRedis } from '@tidemark/test-infra';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { expectSettledOnReference, startFaultRun } from './fault-run.js';
+import { expectSettledOnReference, publishUnderFaults, startFaultRun } from './fault-run.js';
 import { sleep } from './reference-check.js';
 
 // Redis lost under load, as an operator meets it: the four services in one process, a Redis of the test's
@@ -38,7 +38,7 @@ describe('Redis lost under load', () => {
         schemaRegistryUrl,
         redisUrl: local.url,
       });
-      const { workload, elapsed } = faultRun;
+      const { elapsed } = faultRun;
       const random = seededRandom(seed);
       const recoveries: string[] = [];
       // Each loss: SIGKILL while the chunks flow, down for 1–3 s, restarted empty.
@@ -57,19 +57,8 @@ describe('Redis lost under load', () => {
         recoveries.push(await faultRun.recovery(`freeze of ${freezeMs / 1000} s at ${at}`));
       };
 
-      const outages: Promise<void>[] = [];
-      for (let chunk = 0; chunk * chunkTurns < turnsPerSession; chunk++) {
-        const from = chunk * chunkTurns;
-        await faultRun.publish(workload.flatMap((turns) => turns.slice(from, from + chunkTurns)));
-        // Mid-way through each stretch of load, with the chunks before it in flight on every partition.
-        if (chunk % chunksPerFault === chunksPerFault / 2 && outages.length <= losses) {
-          await Promise.all(outages);
-          outages.push(outages.length < losses ? lose(outages.length) : freeze());
-        }
-        await sleep(chunkPauseMs * (0.5 + random()));
-      }
-      await Promise.all(outages);
-      console.log(`${elapsed()} all published`);
+      const faults = [...Array.from({ length: losses }, (_, i) => () => lose(i)), freeze];
+      await publishUnderFaults(faultRun, faults, { chunkTurns, chunkPauseMs, chunksPerFault, random });
 
       await expectSettledOnReference(faultRun, local.url);
       expect(recoveries.filter((r) => r.includes('never'))).toEqual([]);
