@@ -14,7 +14,8 @@ import { sessionKey } from '@tidemark/core';
 // Epoch keys name the layout's version (`:3`): a store built by an older layout reads as absent and is
 // rebuilt from the topics. 3: `{` and `}` in ids are escaped in the hash tag (stalled index added).
 // Windows 4: a window names its nodes, whose bodies are in the session's `nodes` hash. Projection 4:
-// early turns are parked (`parked`), and a stall is meta's `stalledAt`.
+// early turns are parked (`parked`), a stall is meta's `stalledAt`, and a turn's position is in `turns`
+// with its content hash (no `pos`).
 
 /** A session's key in a store: `<prefix><store>:{tenant/session}`. */
 export function sessionStoreKey(prefix: string, store: string, ref: SessionRef): string {
@@ -81,8 +82,7 @@ export const windowsLayout = (prefix: string, namespace: string): StoreLayout =>
 //   <prefix>proj:stalled                   zset    the session's meta key by since (ms): stalled sessions
 //   <prefix>proj:{tenant/session}:meta     hash    applied (watermark), brokenSeq, brokenReason, brokenAt,
 //                                                  parked (count), stalledAt (ms; absent: not stalled)
-//   <prefix>proj:{tenant/session}:turns    hash    seq -> the turn's content hash
-//   <prefix>proj:{tenant/session}:pos      hash    seq -> "partition:offset" in turns.l0
+//   <prefix>proj:{tenant/session}:turns    hash    seq -> "<content hash>|<partition:offset in turns.l0>"
 //   <prefix>proj:{tenant/session}:items    hash    itemId -> item JSON, as opened
 //   <prefix>proj:{tenant/session}:ends     hash    itemId -> end JSON
 //   <prefix>proj:{tenant/session}:open     zset    itemId by openedSeq (open now)
@@ -99,7 +99,6 @@ export const windowsLayout = (prefix: string, namespace: string): StoreLayout =>
 const sessionParts = [
   'meta',
   'turns',
-  'pos',
   'items',
   'ends',
   'open',
@@ -113,9 +112,9 @@ const sessionParts = [
   'parked',
 ] as const;
 
-/** projection-state-at.lua's KEYS: what a boundary's state is read from (not turns, pos, skipped, parked). */
+/** projection-state-at.lua's KEYS: what a boundary's state is read from (not turns, skipped, parked). */
 const stateAtParts = sessionParts.filter(
-  (part) => part !== 'turns' && part !== 'pos' && part !== 'skipped' && part !== 'parked',
+  (part) => part !== 'turns' && part !== 'skipped' && part !== 'parked',
 );
 
 export type SessionKeys = Readonly<Record<(typeof sessionParts)[number], string>>;

@@ -118,7 +118,7 @@ export class Projection {
     this.#pollMaxMs = options.pollMaxMs ?? 25;
     this.#maxParked = options.maxParkedTurns ?? defaultMaxParkedTurns;
     // defineCommand keeps one script per name and connection; loading it again is harmless.
-    redis.defineCommand('tidemarkProjectionApply', { numberOfKeys: 14, lua: scripts.apply });
+    redis.defineCommand('tidemarkProjectionApply', { numberOfKeys: 13, lua: scripts.apply });
     redis.defineCommand('tidemarkProjectionStateAt', { numberOfKeys: 10, lua: scripts.stateAt });
     redis.defineCommand('tidemarkProjectionWatermark', { numberOfKeys: 2, lua: scripts.watermark });
     redis.defineCommand('tidemarkProjectionMarkBroken', { numberOfKeys: 2, lua: scripts.markBroken });
@@ -214,7 +214,7 @@ export class Projection {
 
   async watermark(tenantId: string, sessionId: string): Promise<Watermark> {
     const keys = sessionKeys(this.#prefix, tenantId, sessionId);
-    return readWatermark(await this.#redis.tidemarkProjectionWatermark(keys.meta, keys.pos));
+    return readWatermark(await this.#redis.tidemarkProjectionWatermark(keys.meta, keys.turns));
   }
 
   /**
@@ -234,7 +234,7 @@ export class Projection {
     for (;;) {
       const pipeline = this.#redis.pipeline();
       const keys = sessionKeys(this.#prefix, tenantId, sessionId);
-      void pipeline.tidemarkProjectionWatermark(keys.meta, keys.pos);
+      void pipeline.tidemarkProjectionWatermark(keys.meta, keys.turns);
       pipeline.get(this.#epochKey);
       pipeline.exists(rebuildingKey(this.#prefix));
       const [raw, epoch, rebuilding] = (await execAll(pipeline)) as [unknown[], string | null, number];
@@ -256,7 +256,8 @@ export class Projection {
   /** Where the session's turn at `seq` lives in turns.l0, if it was applied. */
   async l0Position(tenantId: string, sessionId: string, seq: number): Promise<L0Position | null> {
     const keys = sessionKeys(this.#prefix, tenantId, sessionId);
-    return parsePosition(await this.#redis.hget(keys.pos, String(seq)));
+    const turn = await this.#redis.hget(keys.turns, String(seq));
+    return turn === null ? null : parsePosition(turn.slice(turn.indexOf('|') + 1));
   }
 
   /** The projection's epoch; null when it was lost (Redis flushed) or never built: rebuild from L0. */
