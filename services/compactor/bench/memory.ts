@@ -91,7 +91,11 @@ async function measure(): Promise<void> {
     const baselineHeap = process.memoryUsage().heapUsed;
 
     let peak = baseline;
-    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 100);
+    let atPeak = process.memoryUsage();
+    const sampler = setInterval(() => {
+      const usage = process.memoryUsage();
+      if (usage.rss > peak) [peak, atPeak] = [usage.rss, usage];
+    }, 100);
     const began = performance.now();
     const child = spawn(
       process.execPath,
@@ -119,7 +123,8 @@ async function measure(): Promise<void> {
     const heldBytes = await produced;
     clearInterval(sampler);
     const loaded = settledRss();
-    const loadedHeap = process.memoryUsage().heapUsed;
+    const settled = process.memoryUsage();
+    const loadedHeap = settled.heapUsed;
     const windows =
       (await registry.getSingleMetric('tidemark_compactor_windows')?.get())?.values[0]?.value ?? 0;
     const redisAfter = await redisUsed(redis);
@@ -144,6 +149,11 @@ async function measure(): Promise<void> {
     console.log(
       `  V8 heap used: baseline ${mib(baselineHeap)} MiB, after ${mib(loadedHeap)} MiB (${Math.round((loadedHeap - baselineHeap) / sessions)} bytes per open session)`,
     );
+    // Where RSS goes: V8's heap as committed (used or not), and memory outside it (Buffers included).
+    const parts = (usage: NodeJS.MemoryUsage) =>
+      `heap committed ${mib(usage.heapTotal)}, used ${mib(usage.heapUsed)}; external ${mib(usage.external)} (Buffers ${mib(usage.arrayBuffers)}); the rest ${mib(usage.rss - usage.heapTotal - usage.external)} MiB`;
+    console.log(`  at the peak:   ${parts(atPeak)}`);
+    console.log(`  after GC:      ${parts(settled)}`);
     console.log(
       `  the open windows' turns as JSON (what in-process windows would hold): ${mib(heldBytes)} MiB`,
     );
