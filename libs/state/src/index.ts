@@ -3,7 +3,7 @@
 // validator's frames, the resume plans and the compactor's windows. Each atomic transition is one Lua
 // script under lua/, with a header naming its keys, arguments and replies; every key is built in keys.ts.
 export { Projection } from './projection.js';
-export type { ApplyOutcome, PositionedTurn, ReleasedTurn } from './projection-apply.js';
+export type { ApplyOutcome, PositionedTurn, ReleasedTurn, StallChange } from './projection-apply.js';
 export { StateError } from './errors.js';
 export { type SessionRef } from './keys.js';
 export { withRebuildLock } from './store-lifecycle.js';

@@ -7,7 +7,7 @@ import {
   type EventConsumer,
   type EventProducer,
 } from '@tidemark/contract';
-import { sessionKey, type TurnEvent } from '@tidemark/core';
+import type { TurnEvent } from '@tidemark/core';
 import {
   connectionChecks,
   hostedBy,
@@ -26,7 +26,7 @@ import { Redis } from 'ioredis';
 import type { Admin } from 'kafkajs';
 import type { MaterializerConfig } from './config.js';
 import { DeadLetterLog } from './dead-letters.js';
-import { ParkedTurns } from './parked.js';
+import { logStalls, ParkedTurns } from './parked.js';
 import { RebuildProgress } from './rebuild-progress.js';
 import { materializerMetrics, type MaterializerMetrics } from './metrics.js';
 
@@ -218,6 +218,7 @@ class MaterializerService implements Materializer {
     // group is reset to the beginning below).
     this.#epoch = null;
     this.#progress = null;
+    this.#parked?.dropDeferred();
     await this.#consumer?.stop();
     this.#consumer = null;
     if (stopped()) return;
@@ -339,21 +340,10 @@ class MaterializerService implements Materializer {
       }
     }
     if (applied.released.length > 0 && this.#parked !== null) {
-      const sent = await this.#parked.republish(producer, records, applied.released, this.#logger);
-      this.#metrics.turns('republished', sent);
-      this.#logger.info({ turns: sent }, 'parked turns published again: the turns they waited for came');
+      if (this.#progress?.epoch === epoch) this.#parked.defer(applied.released);
+      else this.#republished(await this.#parked.republish(producer, records, applied.released, this.#logger));
     }
-    for (const stall of applied.stalls) {
-      const session = sessionKey(stall.tenantId, stall.sessionId);
-      if (stall.change === 'began') {
-        this.#logger.warn(
-          { session, expectedSeq: stall.expectedSeq },
-          `session stalled: waiting for seq ${stall.expectedSeq}; publish it (again)`,
-        );
-      } else if (stall.change === 'ended') {
-        this.#logger.info({ session }, 'session no longer stalled: the turn it waited for was applied');
-      }
-    }
+    logStalls(this.#logger, applied.stalls);
     let fresh = 0;
     let duplicate = 0;
     let refused = 0;
@@ -371,12 +361,21 @@ class MaterializerService implements Materializer {
     this.#metrics.applied(Number(process.hrtime.bigint() - started) / 1e9, records.length);
   }
 
+  #republished(count: number): void {
+    this.#metrics.turns('republished', count);
+    if (count > 0)
+      this.#logger.info({ turns: count }, 'parked turns published again: the turns they waited for came');
+  }
+
   async #tick(): Promise<void> {
     if (this.#ticking || this.#state === 'stopped') return;
     this.#ticking = true;
     try {
       await this.#checkEpoch('periodic check');
       await this.#maybeFinishRebuild();
+      if (this.#state === 'running' && this.#producer !== null && this.#parked !== null) {
+        this.#republished(await this.#parked.flushDeferred(this.#producer, this.projection, this.#logger));
+      }
     } catch (error) {
       this.#logger.warn({ err: error }, 'epoch check failed');
     } finally {

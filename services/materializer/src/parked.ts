@@ -1,18 +1,21 @@
 import { L0Reader, turnDecoder, type Bus, type DecodedRecord, type EventProducer } from '@tidemark/contract';
 import { sessionKey, type TurnEvent } from '@tidemark/core';
 import type { Logger } from '@tidemark/service';
-import type { ReleasedTurn } from '@tidemark/state';
+import type { Projection, ReleasedTurn, StallChange } from '@tidemark/state';
 
 // Turns that came before the turn they follow are parked by the projection (not dead letters); once
 // the missing turn is applied the projection releases them, and they are published again to turns.l0,
 // right after the turn they waited for. There they apply like any turn, and every reader of turns.l0
 // (the compactor, the resume service's raw reads) meets them in seq order. Their first copies stay
 // where they are, refused as gaps by every reader; a copy published twice (a crash between the release
-// and its publishing tells it again) is a redelivery, a no-op.
+// and its publishing tells it again) is a redelivery, a no-op. A rebuild replaying turns.l0 releases
+// every past gap again, while the copies published then are further on in the log: it defers them, and
+// publishes once caught up only those the replay did not meet (lost to a crash before their publishing).
 
 export class ParkedTurns {
   readonly #reader: L0Reader;
   readonly #topic: string;
+  #deferred: ReleasedTurn[] = [];
 
   constructor(bus: Bus) {
     this.#reader = new L0Reader({ kafka: bus.kafka, decode: turnDecoder(bus.registry, bus.maxEventBytes) });
@@ -72,7 +75,56 @@ export class ParkedTurns {
     return turns.length;
   }
 
+  /** Released while a rebuild replays turns.l0: see flushDeferred. */
+  defer(released: readonly ReleasedTurn[]): void {
+    this.#deferred.push(...released);
+  }
+
+  /** A rebuild started over: what an earlier one deferred is released again by this one. */
+  dropDeferred(): void {
+    this.#deferred = [];
+  }
+
+  /**
+   * Once the rebuild caught up: publishes again the deferred turns the replay did not meet applied (kept
+   * for the next call if publishing fails). Resolves to how many were published.
+   */
+  async flushDeferred(producer: EventProducer, projection: Projection, logger: Logger): Promise<number> {
+    const deferred = this.#deferred;
+    if (deferred.length === 0) return 0;
+    this.#deferred = [];
+    try {
+      const sessions = new Map(deferred.map((r) => [sessionKey(r.tenantId, r.sessionId), r]));
+      const applied = new Map<string, number>();
+      await Promise.all(
+        [...sessions].map(async ([key, r]) =>
+          applied.set(key, (await projection.watermark(r.tenantId, r.sessionId)).appliedSeq),
+        ),
+      );
+      const missing = deferred.filter((r) => applied.get(sessionKey(r.tenantId, r.sessionId))! < r.seq);
+      return missing.length === 0 ? 0 : await this.republish(producer, [], missing, logger);
+    } catch (error) {
+      this.#deferred = [...deferred, ...this.#deferred];
+      throw error;
+    }
+  }
+
   close(): Promise<void> {
     return this.#reader.close();
+  }
+}
+
+/** A stall that began is a warning (what to publish), one that ended an info line; one that goes on, nothing. */
+export function logStalls(logger: Logger, stalls: readonly StallChange[]): void {
+  for (const stall of stalls) {
+    const session = sessionKey(stall.tenantId, stall.sessionId);
+    if (stall.change === 'began') {
+      logger.warn(
+        { session, expectedSeq: stall.expectedSeq },
+        `session stalled: waiting for seq ${stall.expectedSeq}; publish it (again)`,
+      );
+    } else if (stall.change === 'ended') {
+      logger.info({ session }, 'session no longer stalled: the turn it waited for was applied');
+    }
   }
 }

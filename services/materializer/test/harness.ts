@@ -30,6 +30,8 @@ export interface Harness {
     deps?: { readonly metrics?: Registry; readonly logger?: Logger },
   ): Promise<Materializer>;
   publish(turns: readonly TurnEvent[]): Promise<void>;
+  /** How many records turns.l0 holds (its end offsets summed). */
+  l0Records(): Promise<number>;
   /** Waits until every session's watermark reaches its expected seq. */
   waitForWatermarks(expected: ReadonlyMap<string, number>, timeoutMs?: number): Promise<void>;
   /** The same, in another projection (another Redis prefix). */
@@ -139,6 +141,10 @@ export async function harness(): Promise<Harness> {
     },
     async publish(turns) {
       for (let at = 0; at < turns.length; at += 500) await producer.send('turns', turns.slice(at, at + 500));
+    },
+    async l0Records() {
+      const offsets = await admin.fetchTopicOffsets(topics.turns);
+      return offsets.reduce((sum, p) => sum + Number(p.high), 0);
     },
     waitForWatermarks: (expected, timeoutMs) => waitForWatermarksOf(projection, expected, timeoutMs),
     waitForWatermarksOf,

@@ -106,6 +106,36 @@ describe('materializer', () => {
     );
   });
 
+  it('publishes parked turns again once, across rebuilds: those a rebuild releases, only if never published', async () => {
+    const h = await harness();
+    const turns = generateSession(78, { turns: 8, sessionId: 'late', activity: 0.3 });
+    // Other sessions' turns after them, more than a fetch holds (1 MB a partition), so that a replay
+    // releases 7 and 8 in a batch before the one that holds their copies.
+    const others = Array.from({ length: 200 }, (_, i) =>
+      generateSession(i, { turns: 40, sessionId: `o${i}` }),
+    );
+    // 6 comes last, and no materializer ran meanwhile: the first start is a rebuild (no projection), which
+    // releases 7 and 8 while it replays, finds them not published further on, and publishes them.
+    await h.publish([...turns.slice(0, 5), turns[6]!, turns[7]!, turns[5]!, ...others.flat()]);
+    const records = 8 + 200 * 40;
+    const metrics = new Registry();
+    const materializer = await h.startMaterializer({}, { metrics });
+    await h.waitForWatermarks(new Map([['tenant-a/late', 8]]));
+    expect(await h.l0Records()).toBe(records + 2);
+
+    // A rebuild releases them again, and meets the copies further on: nothing is published again.
+    await materializer.rebuild('test');
+    await materializer.caughtUp(30_000);
+    await new Promise((resolve) => setTimeout(resolve, 4 * h.config.EPOCH_CHECK_MS));
+    await h.waitForWatermarks(expectedWatermarks([...turns, ...others.flat()]));
+    expect(await h.l0Records()).toBe(records + 2);
+    expect(await metrics.getSingleMetricAsString('tidemark_materializer_turns_total')).toMatch(
+      /outcome="republished"} 2(\n|$)/,
+    );
+    expect(h.deadLetters).toEqual([]);
+    await expectMatchesFold(h.projection, turns, 4, 10);
+  });
+
   it('rebuilds on demand: the rebuild command has the running materializer replay L0', async () => {
     const h = await harness();
     const turns = interleave(generated(3, 80, 'command'));
