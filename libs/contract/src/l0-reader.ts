@@ -93,6 +93,18 @@ export function turnDecoder(
 const READ_COMMITTED = 1;
 const OFFSET_OUT_OF_RANGE = 1;
 const NOT_LEADER = new Set([3, 6]); // UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER
+const NOT_LEADER_TYPES = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'NOT_LEADER_FOR_PARTITION']);
+
+/** The Kafka protocol error type of a kafkajs error, or of the error it wraps (`cause`); '' if none. */
+function protocolErrorType(error: unknown): string {
+  for (let at: unknown = error; typeof at === 'object' && at !== null;) {
+    const { type, cause } = at as { type?: unknown; cause?: unknown };
+    if (typeof type === 'string') return type;
+    if (cause === at) break;
+    at = cause;
+  }
+  return '';
+}
 
 export class L0Reader {
   readonly #kafka: Kafka;
@@ -141,16 +153,25 @@ export class L0Reader {
     const cluster = await this.#connect();
     for (let refresh = false; ; refresh = true) {
       const broker = await this.#leader(cluster, topic, partition, refresh);
-      const response = await broker.fetch({
-        replicaId: -1,
-        isolationLevel: READ_COMMITTED,
-        maxWaitTime: 0,
-        minBytes: 1,
-        maxBytes: this.#fetchBytes,
-        topics: [
-          { topic, partitions: [{ partition, fetchOffset: String(offset), maxBytes: this.#fetchBytes }] },
-        ],
-      });
+      let response: Awaited<ReturnType<Broker['fetch']>>;
+      try {
+        response = await broker.fetch({
+          replicaId: -1,
+          isolationLevel: READ_COMMITTED,
+          maxWaitTime: 0,
+          minBytes: 1,
+          maxBytes: this.#fetchBytes,
+          topics: [
+            { topic, partitions: [{ partition, fetchOffset: String(offset), maxBytes: this.#fetchBytes }] },
+          ],
+        });
+      } catch (error) {
+        // kafkajs throws a partition's error code as an error (of that type, maybe wrapped).
+        const type = protocolErrorType(error);
+        if (type === 'OFFSET_OUT_OF_RANGE') return [];
+        if (NOT_LEADER_TYPES.has(type) && !refresh) continue;
+        throw error;
+      }
       const data = response.responses[0]?.partitions[0];
       if (data === undefined) throw new Error(`no fetch response for ${topic}[${partition}]`);
       // A moved leader: refresh the metadata once and ask the new one.

@@ -149,7 +149,7 @@ class MaterializerService implements Materializer {
       logger: this.#logger,
     });
     this.#bus = bus;
-    this.#parked = new ParkedTurns(bus);
+    this.#parked = new ParkedTurns(bus, this.projection);
     this.#admin = bus.kafka.admin();
     await this.#admin.connect();
     if (this.#config.PROVISION_TOPICS) {
@@ -374,7 +374,7 @@ class MaterializerService implements Materializer {
       await this.#checkEpoch('periodic check');
       await this.#maybeFinishRebuild();
       if (this.#state === 'running' && this.#producer !== null && this.#parked !== null) {
-        this.#republished(await this.#parked.flushDeferred(this.#producer, this.projection, this.#logger));
+        this.#republished(await this.#parked.flushDeferred(this.#producer, this.#logger));
       }
     } catch (error) {
       this.#logger.warn({ err: error }, 'epoch check failed');

@@ -15,11 +15,13 @@ import type { Projection, ReleasedTurn, StallChange } from '@tidemark/state';
 export class ParkedTurns {
   readonly #reader: L0Reader;
   readonly #topic: string;
+  readonly #projection: Projection;
   #deferred: ReleasedTurn[] = [];
 
-  constructor(bus: Bus) {
+  constructor(bus: Bus, projection: Projection) {
     this.#reader = new L0Reader({ kafka: bus.kafka, decode: turnDecoder(bus.registry, bus.maxEventBytes) });
     this.#topic = bus.topics.turns;
+    this.#projection = projection;
   }
 
   /**
@@ -49,15 +51,18 @@ export class ParkedTurns {
       }),
     );
     const turns: TurnEvent[] = [];
+    /** Sessions with a parked turn gone: what follows it stays parked. */
+    const lost = new Set<string>();
     for (const parked of released) {
+      const session = sessionKey(parked.tenantId, parked.sessionId);
+      if (lost.has(session)) continue;
       const turn = found.get(at(parked.partition, parked.offset)) ?? null;
       // The projection parked only valid turns of this session; a record not found is gone from
-      // turns.l0 (retention): the session waits at its seq until it is published again.
-      if (
-        turn === null ||
-        turn.seq !== parked.seq ||
-        sessionKey(turn.tenantId, turn.sessionId) !== sessionKey(parked.tenantId, parked.sessionId)
-      ) {
+      // turns.l0 (retention). The turn is lost as a refused one is: the session is broken at its seq, so
+      // it shows as stalled, waiting for it, until it is published again.
+      if (turn === null || turn.seq !== parked.seq || sessionKey(turn.tenantId, turn.sessionId) !== session) {
+        lost.add(session);
+        await this.#projection.markBroken(parked.tenantId, parked.sessionId, parked.seq, 'seq_gap');
         logger.error(
           {
             session: sessionKey(parked.tenantId, parked.sessionId),
@@ -65,7 +70,7 @@ export class ParkedTurns {
             partition: parked.partition,
             offset: parked.offset,
           },
-          'a parked turn is no longer in turns.l0; publish it again',
+          'a parked turn is no longer in turns.l0: the session is broken there; publish it again',
         );
         continue;
       }
@@ -89,7 +94,7 @@ export class ParkedTurns {
    * Once the rebuild caught up: publishes again the deferred turns the replay did not meet applied (kept
    * for the next call if publishing fails). Resolves to how many were published.
    */
-  async flushDeferred(producer: EventProducer, projection: Projection, logger: Logger): Promise<number> {
+  async flushDeferred(producer: EventProducer, logger: Logger): Promise<number> {
     const deferred = this.#deferred;
     if (deferred.length === 0) return 0;
     this.#deferred = [];
@@ -98,7 +103,7 @@ export class ParkedTurns {
       const applied = new Map<string, number>();
       await Promise.all(
         [...sessions].map(async ([key, r]) =>
-          applied.set(key, (await projection.watermark(r.tenantId, r.sessionId)).appliedSeq),
+          applied.set(key, (await this.#projection.watermark(r.tenantId, r.sessionId)).appliedSeq),
         ),
       );
       const missing = deferred.filter((r) => applied.get(sessionKey(r.tenantId, r.sessionId))! < r.seq);

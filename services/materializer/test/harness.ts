@@ -32,6 +32,7 @@ export interface Harness {
   publish(turns: readonly TurnEvent[]): Promise<void>;
   /** How many records turns.l0 holds (its end offsets summed). */
   l0Records(): Promise<number>;
+
   /** Waits until every session's watermark reaches its expected seq. */
   waitForWatermarks(expected: ReadonlyMap<string, number>, timeoutMs?: number): Promise<void>;
   /** The same, in another projection (another Redis prefix). */

@@ -136,6 +136,38 @@ describe('materializer', () => {
     await expectMatchesFold(h.projection, turns, 4, 10);
   });
 
+  it('breaks a session whose parked turn is gone from turns.l0 when its gap is filled, and shows it waiting', async () => {
+    const h = await harness();
+    const turns = generateSession(79, { turns: 8, sessionId: 'gone', activity: 0.3 });
+    await h.publish([...turns.slice(0, 5), turns[6]!, turns[7]!]);
+    await h.startMaterializer();
+    await h.waitForWatermarks(new Map([['tenant-a/gone', 5]]));
+    expect((await h.projection.watermark('tenant-a', 'gone')).stalled).toMatchObject({ expectedSeq: 6 });
+    // As if retention took the parked 7 from turns.l0: its parked position names a record that is not there.
+    const parked = `${h.config.REDIS_PREFIX}proj:{tenant-a/gone}:parked`;
+    const [hash, position] = (await h.redis.hget(parked, '7'))!.split('|');
+    await h.redis.hset(parked, '7', `${hash}|${position!.split(':')[0]}:1000000`);
+
+    await h.publish([turns[5]!]);
+    await h.waitForWatermarks(new Map([['tenant-a/gone', 6]]));
+    const deadline = Date.now() + 10_000;
+    while ((await h.projection.watermark('tenant-a', 'gone')).broken === null && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(await h.projection.watermark('tenant-a', 'gone')).toMatchObject({
+      appliedSeq: 6,
+      broken: { seq: 7, reason: 'seq_gap' },
+      stalled: { expectedSeq: 7 },
+    });
+    // Published again, they apply; the session no longer waits (boundaries from 7 stay unverifiable).
+    await h.publish(turns.slice(6));
+    await h.waitForWatermarks(new Map([['tenant-a/gone', 8]]));
+    expect(await h.projection.watermark('tenant-a', 'gone')).toMatchObject({
+      stalled: null,
+      broken: { seq: 7 },
+    });
+  });
+
   it('rebuilds on demand: the rebuild command has the running materializer replay L0', async () => {
     const h = await harness();
     const turns = interleave(generated(3, 80, 'command'));
