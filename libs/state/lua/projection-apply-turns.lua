@@ -9,11 +9,13 @@
   last. The caller has already run the stateless checks (ids present, symbols known) and builds every
   stored value; this script only decides what depends on the stored state.
 
-  KEYS[1]  meta     hash  applied (watermark), brokenSeq, brokenReason, brokenAt (ms, Redis TIME),
-                         parked (how many turns are parked), stalledAt (ms: since when the session is
-                         stalled; absent when it is not)
+  KEYS[1]  meta     hash  brokenSeq, brokenReason, brokenAt (ms, Redis TIME), parked (how many turns
+                         are parked), stalledAt (ms: since when the session is stalled; absent when it
+                         is not)
   KEYS[2]  turns    hash  seq -> "<content hash>|<partition:offset>": the turn's content hash (tells a
-                          redelivery from a conflict) and where it is in turns.l0
+                          redelivery from a conflict) and where it is in turns.l0. Seqs 1..applied, each
+                          written as its turn's last write: HLEN is the watermark, and a call that failed
+                          half way leaves it at the last turn it applied whole
   KEYS[3]  items    hash  itemId -> item JSON, as opened
   KEYS[4]  ends     hash  itemId -> end JSON (closed or disposed)
   KEYS[5]  open     zset  itemId scored by openedSeq, items open now
@@ -63,12 +65,12 @@
   earliest mark is kept).
 ]]
 -- The session's watermark and broken mark, read once and kept current as this call writes them.
-local meta = redis.call('HMGET', KEYS[1], 'applied', 'brokenSeq', 'parked', 'stalledAt')
-local applied = tonumber(meta[1] or '0')
-local brokenSeq = meta[2] and tonumber(meta[2]) or nil
-local parked = tonumber(meta[3] or '0')
+local meta = redis.call('HMGET', KEYS[1], 'brokenSeq', 'parked', 'stalledAt')
+local applied = redis.call('HLEN', KEYS[2])
+local brokenSeq = meta[1] and tonumber(meta[1]) or nil
+local parked = tonumber(meta[2] or '0')
 local parkedBefore = parked
-local stalledAt = meta[4] and tonumber(meta[4]) or nil
+local stalledAt = meta[3] and tonumber(meta[3]) or nil
 local maxParked = tonumber(ARGV[1])
 local appliedBefore = applied
 -- Whether a turn at the watermark came again (a crash may have lost what followed its first call).
@@ -192,7 +194,7 @@ local function applyTurn(seqText, hashArg, position, first, last)
     end
   end
 
-  -- Write: the changes, then the turn's id and position, then the watermark.
+  -- Write: the changes, then the turn's hash and position (which advances the watermark: HLEN).
   for _, w in ipairs(writes) do
     local kind = w[1]
     if kind == 'O' then
@@ -216,7 +218,6 @@ local function applyTurn(seqText, hashArg, position, first, last)
     end
   end
   redis.call('HSET', KEYS[2], seqText, hashArg .. '|' .. position)
-  redis.call('HSET', KEYS[1], 'applied', seqText)
   applied = seq
   if parked > 0 and redis.call('HDEL', KEYS[13], seqText) == 1 then
     parked = parked - 1

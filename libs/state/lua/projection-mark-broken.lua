@@ -2,8 +2,9 @@
   projection-mark-broken: marks a session broken at a seq with a reason code, for a turn refused
   before it reached the apply script (an out-of-range field). The earliest mark is kept.
 
-  KEYS[1]  meta    hash  applied, brokenSeq, brokenReason, brokenAt (ms, Redis TIME), parked, stalledAt
+  KEYS[1]  meta    hash  brokenSeq, brokenReason, brokenAt (ms, Redis TIME), parked, stalledAt
   KEYS[2]  parked  hash  seq -> a parked turn (see projection-apply-turns.lua)
+  KEYS[3]  turns   hash  seq -> a turn applied (seqs 1..applied: HLEN is the watermark)
   ARGV[1]  seq, or 0 for "the seq after the watermark" (the refused turn's own seq was not usable)
   ARGV[2]  reason code
 
@@ -12,11 +13,11 @@
            {1, stalledAt, applied + 1} a stall began, {-1} a stall ended (an earlier mark at or below the
            watermark), {2, stalledAt, applied + 1} still stalled
 ]]
-local meta = redis.call('HMGET', KEYS[1], 'applied', 'brokenSeq', 'parked', 'stalledAt')
-local applied = tonumber(meta[1] or '0')
-local brokenSeq = meta[2] and tonumber(meta[2]) or nil
-local parked = tonumber(meta[3] or '0')
-local stalledAt = meta[4] and tonumber(meta[4]) or nil
+local meta = redis.call('HMGET', KEYS[1], 'brokenSeq', 'parked', 'stalledAt')
+local applied = redis.call('HLEN', KEYS[3])
+local brokenSeq = meta[1] and tonumber(meta[1]) or nil
+local parked = tonumber(meta[2] or '0')
+local stalledAt = meta[3] and tonumber(meta[3]) or nil
 local seq = tonumber(ARGV[1])
 if seq < 1 then
   seq = applied + 1

@@ -4,9 +4,9 @@
   looked-up ids), never O(history). The caller assembles the StateAtBoundary (as-of filtering,
   latest per key, sorting); this script only fetches.
 
-  KEYS[1]  meta     KEYS[2] items   KEYS[3] ends    KEYS[4] open    KEYS[5] ended
+  KEYS[1]  turns    KEYS[2] items   KEYS[3] ends    KEYS[4] open    KEYS[5] ended
   KEYS[6]  closed   KEYS[7] disp    KEYS[8] dispkey KEYS[9] art     KEYS[10] artkey
-  (the layout of projection-apply-turns)
+  (the layout of projection-apply-turns; the watermark is the number of turns applied, HLEN turns)
 
   ARGV[1]  fromSeq
   ARGV[2]  toSeq
@@ -62,7 +62,7 @@ local lookupDisp = latest(KEYS[8], tonumber(ARGV[cursor]))
 local lookupArt = latest(KEYS[10], tonumber(ARGV[cursor]))
 
 return {
-  tonumber(redis.call('HGET', KEYS[1], 'applied') or '0'),
+  redis.call('HLEN', KEYS[1]),
   openIds, mget(KEYS[2], openIds), mget(KEYS[3], openIds),
   closedIds, mget(KEYS[2], closedIds), mget(KEYS[3], closedIds),
   redis.call('ZRANGEBYSCORE', KEYS[7], fromSeq, toSeq),

@@ -80,9 +80,10 @@ export const windowsLayout = (prefix: string, namespace: string): StoreLayout =>
 //   <prefix>proj:epoch:4                   string  the projection's epoch; absent = lost, never built or older
 //   <prefix>proj:rebuilding                string  JSON {epoch, reason, since}: a rebuild is under way
 //   <prefix>proj:stalled                   zset    the session's meta key by since (ms): stalled sessions
-//   <prefix>proj:{tenant/session}:meta     hash    applied (watermark), brokenSeq, brokenReason, brokenAt,
-//                                                  parked (count), stalledAt (ms; absent: not stalled)
-//   <prefix>proj:{tenant/session}:turns    hash    seq -> "<content hash>|<partition:offset in turns.l0>"
+//   <prefix>proj:{tenant/session}:meta     hash    brokenSeq, brokenReason, brokenAt, parked (count),
+//                                                  stalledAt (ms; absent: not stalled)
+//   <prefix>proj:{tenant/session}:turns    hash    seq -> "<content hash>|<partition:offset in turns.l0>":
+//                                                  the turns applied, 1..n, so HLEN is the watermark
 //   <prefix>proj:{tenant/session}:items    hash    itemId -> item JSON, as opened
 //   <prefix>proj:{tenant/session}:ends     hash    itemId -> end JSON
 //   <prefix>proj:{tenant/session}:open     zset    itemId by openedSeq (open now)
@@ -112,10 +113,19 @@ const sessionParts = [
   'parked',
 ] as const;
 
-/** projection-state-at.lua's KEYS: what a boundary's state is read from (not turns, skipped, parked). */
-const stateAtParts = sessionParts.filter(
-  (part) => part !== 'turns' && part !== 'skipped' && part !== 'parked',
-);
+/** projection-state-at.lua's KEYS: what a boundary's state is read from, and turns for the watermark. */
+const stateAtParts = [
+  'turns',
+  'items',
+  'ends',
+  'open',
+  'ended',
+  'closed',
+  'disp',
+  'dispkey',
+  'art',
+  'artkey',
+] as const satisfies readonly (typeof sessionParts)[number][];
 
 export type SessionKeys = Readonly<Record<(typeof sessionParts)[number], string>>;
 

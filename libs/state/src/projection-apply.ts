@@ -122,7 +122,13 @@ export function queueApply(
     if (plan.kind === 'refused') {
       if (plan.markAt !== null) {
         const keys = sessionKeys(prefix, turn.tenantId, turn.sessionId);
-        void pipeline.tidemarkProjectionMarkBroken(keys.meta, keys.parked, plan.markAt, plan.result.reason);
+        void pipeline.tidemarkProjectionMarkBroken(
+          keys.meta,
+          keys.parked,
+          keys.turns,
+          plan.markAt,
+          plan.result.reason,
+        );
         marked.push(turn);
       }
       slots.push(null);

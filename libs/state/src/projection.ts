@@ -121,7 +121,7 @@ export class Projection {
     redis.defineCommand('tidemarkProjectionApply', { numberOfKeys: 13, lua: scripts.apply });
     redis.defineCommand('tidemarkProjectionStateAt', { numberOfKeys: 10, lua: scripts.stateAt });
     redis.defineCommand('tidemarkProjectionWatermark', { numberOfKeys: 2, lua: scripts.watermark });
-    redis.defineCommand('tidemarkProjectionMarkBroken', { numberOfKeys: 2, lua: scripts.markBroken });
+    redis.defineCommand('tidemarkProjectionMarkBroken', { numberOfKeys: 3, lua: scripts.markBroken });
   }
 
   get prefix(): string {
@@ -324,6 +324,7 @@ export class Projection {
     const [, stall] = await this.#redis.tidemarkProjectionMarkBroken(
       keys.meta,
       keys.parked,
+      keys.turns,
       Number.isSafeInteger(seq) && seq > 0 ? seq : 0,
       reason,
     );
