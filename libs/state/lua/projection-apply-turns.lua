@@ -20,13 +20,12 @@
   KEYS[4]  ends     hash  itemId -> end JSON (closed or disposed)
   KEYS[5]  open     zset  itemId scored by openedSeq, items open now
   KEYS[6]  ended    zset  itemId scored by its end seq
-  KEYS[7]  closed   zset  itemId scored by its close seq (closed items only)
-  KEYS[8]  disp     zset  disposition span index: "<index>|<fact>" scored by seq
-  KEYS[9]  dispkey  zset  disposition lookup index, lexicographic: "<key prefix><seq><index>|<fact>"
-  KEYS[10] art      zset  artifact span index, as disp
-  KEYS[11] artkey   zset  artifact lookup index, as dispkey
-  KEYS[12] skipped  hash  seq -> the skipped-change triples of that turn (for its redeliveries)
-  KEYS[13] parked   hash  seq -> "<content hash>|<partition:offset>[|r]": turns that came before the turn
+  KEYS[7]  disp     zset  disposition span index: "<index>|<fact>" scored by seq
+  KEYS[8]  dispkey  zset  disposition lookup index, lexicographic: "<key prefix><seq><index>|<fact>"
+  KEYS[9]  art      zset  artifact span index, as disp
+  KEYS[10] artkey   zset  artifact lookup index, as dispkey
+  KEYS[11] skipped  hash  seq -> the skipped-change triples of that turn (for its redeliveries)
+  KEYS[12] parked   hash  seq -> "<content hash>|<partition:offset>[|r]": turns that came before the turn
                           they follow (r: told to the caller for re-publishing)
 
   ARGV[1]  how many turns a session may park (a later one past its watermark is a seq_gap refusal)
@@ -94,7 +93,7 @@ local function applyTurn(seqText, hashArg, position, first, last)
 
   if seq > applied + 1 then
     -- Early: parked until the turns before it are applied, then re-published (see the header).
-    local held = redis.call('HGET', KEYS[13], seqText)
+    local held = redis.call('HGET', KEYS[12], seqText)
     if held then
       if string.sub(held, 1, #hashArg + 1) == hashArg .. '|' then
         return {-1, applied, 1}
@@ -107,7 +106,7 @@ local function applyTurn(seqText, hashArg, position, first, last)
       markBroken('seq_gap')
       return {-1, applied, 0}
     end
-    redis.call('HSET', KEYS[13], seqText, hashArg .. '|' .. position)
+    redis.call('HSET', KEYS[12], seqText, hashArg .. '|' .. position)
     parked = parked + 1
     return {-1, applied, 1}
   end
@@ -119,7 +118,7 @@ local function applyTurn(seqText, hashArg, position, first, last)
         redeliveredAtWatermark = true
       end
       local reply = {2, applied}
-      local skipped = redis.call('HGET', KEYS[12], seqText)
+      local skipped = redis.call('HGET', KEYS[11], seqText)
       if skipped then
         for field in string.gmatch(skipped, '[^,]+') do
           reply[#reply + 1] = field
@@ -200,31 +199,26 @@ local function applyTurn(seqText, hashArg, position, first, last)
     if kind == 'O' then
       redis.call('HSET', KEYS[3], w[2], w[3])
       redis.call('ZADD', KEYS[5], seqText, w[2])
-    elseif kind == 'C' then
-      redis.call('HSET', KEYS[4], w[2], w[3])
-      redis.call('ZREM', KEYS[5], w[2])
-      redis.call('ZADD', KEYS[6], seqText, w[2])
-      redis.call('ZADD', KEYS[7], seqText, w[2])
-    elseif kind == 'E' then
+    elseif kind == 'C' or kind == 'E' then
       redis.call('HSET', KEYS[4], w[2], w[3])
       redis.call('ZREM', KEYS[5], w[2])
       redis.call('ZADD', KEYS[6], seqText, w[2])
     elseif kind == 'D' then
-      redis.call('ZADD', KEYS[8], seqText, w[2])
-      redis.call('ZADD', KEYS[9], 0, w[3])
+      redis.call('ZADD', KEYS[7], seqText, w[2])
+      redis.call('ZADD', KEYS[8], 0, w[3])
     else
-      redis.call('ZADD', KEYS[10], seqText, w[2])
-      redis.call('ZADD', KEYS[11], 0, w[3])
+      redis.call('ZADD', KEYS[9], seqText, w[2])
+      redis.call('ZADD', KEYS[10], 0, w[3])
     end
   end
   redis.call('HSET', KEYS[2], seqText, hashArg .. '|' .. position)
   applied = seq
-  if parked > 0 and redis.call('HDEL', KEYS[13], seqText) == 1 then
+  if parked > 0 and redis.call('HDEL', KEYS[12], seqText) == 1 then
     parked = parked - 1
   end
   if firstReason then
     markBroken(firstReason)
-    redis.call('HSET', KEYS[12], seqText, table.concat(reply, ',', 3))
+    redis.call('HSET', KEYS[11], seqText, table.concat(reply, ',', 3))
   end
   return reply
 end
@@ -242,7 +236,7 @@ end
 
 -- The parked run from applied + 1, to re-publish (see the header).
 local release = {}
-local nextHeld = parked > 0 and redis.call('HGET', KEYS[13], tostring(applied + 1)) or nil
+local nextHeld = parked > 0 and redis.call('HGET', KEYS[12], tostring(applied + 1)) or nil
 if nextHeld and (applied > appliedBefore or redeliveredAtWatermark) then
   local seq = applied + 1
   local held = nextHeld
@@ -255,11 +249,11 @@ if nextHeld and (applied > appliedBefore or redeliveredAtWatermark) then
       release[#release + 1] = seq
       release[#release + 1] = position
       if not told then
-        redis.call('HSET', KEYS[13], tostring(seq), held .. '|r')
+        redis.call('HSET', KEYS[12], tostring(seq), held .. '|r')
       end
     end
     seq = seq + 1
-    held = redis.call('HGET', KEYS[13], tostring(seq))
+    held = redis.call('HGET', KEYS[12], tostring(seq))
   end
 end
 replies[#replies + 1] = release

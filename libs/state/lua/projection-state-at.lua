@@ -5,7 +5,7 @@
   latest per key, sorting); this script only fetches.
 
   KEYS[1]  turns    KEYS[2] items   KEYS[3] ends    KEYS[4] open    KEYS[5] ended
-  KEYS[6]  closed   KEYS[7] disp    KEYS[8] dispkey KEYS[9] art     KEYS[10] artkey
+  KEYS[6]  disp     KEYS[7] dispkey KEYS[8] art     KEYS[9] artkey
   (the layout of projection-apply-turns; the watermark is the number of turns applied, HLEN turns)
 
   ARGV[1]  fromSeq
@@ -35,7 +35,17 @@ local endedAfter = redis.call('ZRANGEBYSCORE', KEYS[5], '(' .. toSeq, '+inf')
 for _, id in ipairs(endedAfter) do
   openIds[#openIds + 1] = id
 end
-local closedIds = redis.call('ZRANGEBYSCORE', KEYS[6], fromSeq, toSeq)
+-- Closed inside the span: the items ended there whose end is a close (not a disposition).
+local closedIds, closedEnds = {}, {}
+local endedInSpan = redis.call('ZRANGEBYSCORE', KEYS[5], fromSeq, toSeq)
+local spanEnds = mget(KEYS[3], endedInSpan)
+for i, id in ipairs(endedInSpan) do
+  local e = spanEnds[i]
+  if e and string.sub(e, 1, 16) == '{"type":"closed"' then
+    closedIds[#closedIds + 1] = id
+    closedEnds[#closedEnds + 1] = e
+  end
+end
 
 local cursor = 3
 local function take(n)
@@ -58,15 +68,15 @@ local function latest(key, n)
   cursor = cursor + 2 * n + 1
   return found
 end
-local lookupDisp = latest(KEYS[8], tonumber(ARGV[cursor]))
-local lookupArt = latest(KEYS[10], tonumber(ARGV[cursor]))
+local lookupDisp = latest(KEYS[7], tonumber(ARGV[cursor]))
+local lookupArt = latest(KEYS[9], tonumber(ARGV[cursor]))
 
 return {
   redis.call('HLEN', KEYS[1]),
   openIds, mget(KEYS[2], openIds), mget(KEYS[3], openIds),
-  closedIds, mget(KEYS[2], closedIds), mget(KEYS[3], closedIds),
-  redis.call('ZRANGEBYSCORE', KEYS[7], fromSeq, toSeq),
-  redis.call('ZRANGEBYSCORE', KEYS[9], fromSeq, toSeq),
+  closedIds, mget(KEYS[2], closedIds), closedEnds,
+  redis.call('ZRANGEBYSCORE', KEYS[6], fromSeq, toSeq),
+  redis.call('ZRANGEBYSCORE', KEYS[8], fromSeq, toSeq),
   mget(KEYS[2], lookupIds), mget(KEYS[3], lookupIds),
   lookupDisp, lookupArt,
 }

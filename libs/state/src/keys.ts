@@ -6,7 +6,7 @@ import { sessionKey } from '@tidemark/core';
 // every store) share a Redis Cluster slot and one Lua script may touch them all atomically.
 //
 //   store        lifecycle (epoch, lock)                 session keys
-//   projection   proj:epoch:4, proj:lock                 proj:{t/s}:<part>, proj:stalled (below)
+//   projection   proj:epoch:5, proj:lock                 proj:{t/s}:<part>, proj:stalled (below)
 //   frames       frames:epoch:3, frames:lock             frame:{t/s}, decided:{t/s}
 //   plans        resume:epoch:3, resume:rebuild-lock     resume:{t/s}, resume-nodes:{t/s}, resume-ctx:{t/s}
 //   windows      cmp:<ns>:epoch:4, cmp:<ns>:lock         cmp:<ns>:{t/s}:win, :turns, :nodes
@@ -15,7 +15,8 @@ import { sessionKey } from '@tidemark/core';
 // rebuilt from the topics. 3: `{` and `}` in ids are escaped in the hash tag (stalled index added).
 // Windows 4: a window names its nodes, whose bodies are in the session's `nodes` hash. Projection 4:
 // early turns are parked (`parked`), a stall is meta's `stalledAt`, and a turn's position is in `turns`
-// with its content hash (no `pos`).
+// with its content hash (no `pos`). Projection 5: the watermark is HLEN turns (no `meta.applied`), and a
+// close is told from a disposition by its end (no `closed`).
 
 /** A session's key in a store: `<prefix><store>:{tenant/session}`. */
 export function sessionStoreKey(prefix: string, store: string, ref: SessionRef): string {
@@ -47,8 +48,8 @@ export interface StoreLayout {
 const layoutVersion = 3;
 /** The windows' own: 4 since a window names its nodes instead of holding them. */
 const windowsLayoutVersion = 4;
-/** The projection's own: 4 since early turns are parked and a stall is marked. */
-const projectionLayoutVersion = 4;
+/** The projection's own: 5 since the watermark is the count of turns applied (see the top of this file). */
+const projectionLayoutVersion = 5;
 
 export const projectionLayout = (prefix: string): StoreLayout => ({
   epochKey: `${prefix}proj:epoch:${projectionLayoutVersion}`,
@@ -77,7 +78,7 @@ export const windowsLayout = (prefix: string, namespace: string): StoreLayout =>
 
 // The projection's keys, in full:
 //
-//   <prefix>proj:epoch:4                   string  the projection's epoch; absent = lost, never built or older
+//   <prefix>proj:epoch:5                   string  the projection's epoch; absent = lost, never built or older
 //   <prefix>proj:rebuilding                string  JSON {epoch, reason, since}: a rebuild is under way
 //   <prefix>proj:stalled                   zset    the session's meta key by since (ms): stalled sessions
 //   <prefix>proj:{tenant/session}:meta     hash    brokenSeq, brokenReason, brokenAt, parked (count),
@@ -88,7 +89,6 @@ export const windowsLayout = (prefix: string, namespace: string): StoreLayout =>
 //   <prefix>proj:{tenant/session}:ends     hash    itemId -> end JSON
 //   <prefix>proj:{tenant/session}:open     zset    itemId by openedSeq (open now)
 //   <prefix>proj:{tenant/session}:ended    zset    itemId by end seq
-//   <prefix>proj:{tenant/session}:closed   zset    itemId by close seq
 //   <prefix>proj:{tenant/session}:disp     zset    "<index>|<fact>" by seq (dispositions in a span)
 //   <prefix>proj:{tenant/session}:dispkey  zset    lexicographic "<key prefix><seq><index>|<fact>" (latest per key)
 //   <prefix>proj:{tenant/session}:art      zset    as disp, for artifacts
@@ -104,7 +104,6 @@ const sessionParts = [
   'ends',
   'open',
   'ended',
-  'closed',
   'disp',
   'dispkey',
   'art',
@@ -120,7 +119,6 @@ const stateAtParts = [
   'ends',
   'open',
   'ended',
-  'closed',
   'disp',
   'dispkey',
   'art',

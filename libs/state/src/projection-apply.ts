@@ -277,6 +277,7 @@ function changeArgs(change: StateChange, index: number, seq: number): string[] {
       return ['O', i, change.itemId, JSON.stringify(item), '', ''];
     }
     case 'item_closed': {
+      // `type` first: projection-state-at.lua tells a close from a disposition by the JSON's start.
       const end: ItemEnd = { type: 'closed', outcome: change.outcome, detail: change.detail, seq };
       return ['C', i, change.itemId, JSON.stringify(end), '', ''];
     }
