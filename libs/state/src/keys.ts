@@ -113,17 +113,9 @@ const sessionParts = [
 ] as const;
 
 /** projection-state-at.lua's KEYS: what a boundary's state is read from, and turns for the watermark. */
-const stateAtParts = [
-  'turns',
-  'items',
-  'ends',
-  'open',
-  'ended',
-  'disp',
-  'dispkey',
-  'art',
-  'artkey',
-] as const satisfies readonly (typeof sessionParts)[number][];
+const stateAtParts = sessionParts.filter(
+  (part) => part !== 'meta' && part !== 'skipped' && part !== 'parked',
+);
 
 export type SessionKeys = Readonly<Record<(typeof sessionParts)[number], string>>;
 
