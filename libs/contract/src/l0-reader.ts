@@ -6,11 +6,10 @@ import type { Registry } from './registry.js';
 
 // Reads one session's raw turns from turns.l0 by offset (the resume service's raw checkpoints, the
 // materializer's parked turns): fetch the session's partition at the first needed offset and read
-// forward until the last, keeping the session's records (by key). No
-// consumer group is joined (joining costs a rebalance, hundreds of milliseconds, per read): the reader
+// forward until the last, keeping the session's records (by key). No consumer group is joined (joining costs a rebalance, hundreds of milliseconds, per read): the reader
 // sends Fetch requests straight to the partition leader, over the connection pool of a kafkajs cluster.
 // kafkajs has no public API for that (its consumer only reads through a group), so the reader reaches
-// its cluster through the client's private factory (@tidemark/contract's internalCluster).
+// its cluster through the client's private factory (kafka-internals.ts).
 
 /** The part of kafkajs's internal Cluster and Broker the reader uses. */
 export interface L0Message {
@@ -23,7 +22,6 @@ export interface L0Message {
 }
 interface FetchPartition {
   readonly partition: number;
-  readonly errorCode: number;
   readonly highWatermark: string;
   readonly messages: readonly L0Message[];
 }
@@ -91,8 +89,6 @@ export function turnDecoder(
 }
 
 const READ_COMMITTED = 1;
-const OFFSET_OUT_OF_RANGE = 1;
-const NOT_LEADER = new Set([3, 6]); // UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER
 const NOT_LEADER_TYPES = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'NOT_LEADER_FOR_PARTITION']);
 
 /** The Kafka protocol error type of a kafkajs error, or of the error it wraps (`cause`); '' if none. */
@@ -166,7 +162,9 @@ export class L0Reader {
           ],
         });
       } catch (error) {
-        // kafkajs throws a partition's error code as an error (of that type, maybe wrapped).
+        // kafkajs throws a partition's error code as an error of that type (maybe wrapped). Out of range:
+        // past the end, or before a log start retention moved: nothing there. A moved leader: refresh
+        // the metadata once and ask the new one.
         const type = protocolErrorType(error);
         if (type === 'OFFSET_OUT_OF_RANGE') return [];
         if (NOT_LEADER_TYPES.has(type) && !refresh) continue;
@@ -174,11 +172,6 @@ export class L0Reader {
       }
       const data = response.responses[0]?.partitions[0];
       if (data === undefined) throw new Error(`no fetch response for ${topic}[${partition}]`);
-      // A moved leader: refresh the metadata once and ask the new one.
-      if (NOT_LEADER.has(data.errorCode) && !refresh) continue;
-      if (data.errorCode === OFFSET_OUT_OF_RANGE) return [];
-      if (data.errorCode !== 0)
-        throw new Error(`fetch ${topic}[${partition}] failed: error ${data.errorCode}`);
       return data.messages.filter((message) => Number(message.offset) >= offset);
     }
   }

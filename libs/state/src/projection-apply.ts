@@ -2,33 +2,21 @@ import {
   conflictMessage,
   sessionKey,
   turnContentHash,
-  validateChange,
-  validateTurn,
   type ApplyResult,
-  type ArtifactFact,
   type ChangeRejection,
   type ChangeRejectionReason,
-  type DispositionFact,
-  type ItemEnd,
-  type ItemFact,
-  type StateChange,
   type TurnEvent,
 } from '@tidemark/core';
 import type { ChainableCommander } from 'ioredis';
 import { StateError } from './errors.js';
-import {
-  applyScriptKeys,
-  lookupMember,
-  sessionKeys,
-  spanMember,
-  type SessionKeys,
-  type SessionRef,
-} from './keys.js';
+import { applyScriptKeys, sessionKeys, type SessionKeys, type SessionRef } from './keys.js';
+import { planTurn, type PositionedTurn } from './projection-plan.js';
+import { parsePosition } from './projection-read.js';
 import { unexpectedReply } from './replies.js';
 
-// Applying turns to the projection: each turn planned here (core's stateless checks, in core's order, and
-// the script's arguments), one projection-apply-turns.lua call per session and batch, and its replies
-// read back into exactly what core's SessionFold.apply answers.
+// Applying turns to the projection: each turn planned (projection-plan.ts: core's stateless checks, in
+// core's order, and the script's arguments), one projection-apply-turns.lua call per session and batch,
+// and its replies read back into exactly what core's SessionFold.apply answers.
 
 /** Turns per apply script call: bounds how long one call holds Redis (about 15 µs a turn). */
 const maxTurnsPerCall = 256;
@@ -71,13 +59,6 @@ export interface AppliedBatch {
   readonly outcomes: ApplyOutcome[];
   readonly released: ReleasedTurn[];
   readonly stalls: StallChange[];
-}
-
-/** A turn as read from turns.l0: the event and where it lives. */
-export interface PositionedTurn {
-  readonly turn: TurnEvent;
-  readonly partition: number;
-  readonly offset: number;
 }
 
 /** What applying one turn did: core's ApplyResult, for the turn at its turns.l0 position. */
@@ -184,15 +165,8 @@ export function queueApply(
 function readReleased(session: SessionRef, reply: readonly unknown[], released: ReleasedTurn[]): void {
   const { tenantId, sessionId } = session;
   for (let i = 0; i < reply.length; i += 2) {
-    const position = String(reply[i + 1]);
-    const colon = position.indexOf(':');
-    released.push({
-      tenantId,
-      sessionId,
-      seq: Number(reply[i]),
-      partition: Number(position.slice(0, colon)),
-      offset: Number(position.slice(colon + 1)),
-    });
+    const position = parsePosition(String(reply[i + 1]))!;
+    released.push({ tenantId, sessionId, seq: Number(reply[i]), ...position });
   }
 }
 
@@ -212,103 +186,6 @@ export function readStall(session: SessionRef, reply: unknown, stalls: StallChan
     stalls.push({ change: 'ended', tenantId: session.tenantId, sessionId: session.sessionId });
   } else if (change !== 0) {
     throw unexpectedReply('projection stall', reply);
-  }
-}
-
-// --- planning a turn: the stateless checks (core's, in core's order) and the script's arguments -------
-
-type TurnPlan =
-  | {
-      readonly kind: 'refused';
-      readonly positioned: PositionedTurn;
-      readonly result: Extract<ApplyResult, { ok: false }>;
-      /** The seq to mark the session broken at (0: after its watermark); null when it has no usable ids. */
-      readonly markAt: number | null;
-    }
-  | {
-      readonly kind: 'script';
-      readonly positioned: PositionedTurn;
-      readonly args: readonly string[];
-      /** Messages of the changes refused by the stateless checks, by index. */
-      readonly stateless: ReadonlyMap<number, string>;
-    };
-
-function planTurn(positioned: PositionedTurn): TurnPlan {
-  const { turn } = positioned;
-  const shape = validateTurn(turn);
-  if (!shape.ok) {
-    const ids = nonEmpty(turn.tenantId) && nonEmpty(turn.sessionId);
-    const seqUsable = Number.isSafeInteger(turn.seq) && turn.seq >= 1;
-    return {
-      kind: 'refused',
-      positioned,
-      result: { ok: false, seq: turn.seq, reason: shape.reason, message: shape.message },
-      markAt: ids ? (seqUsable ? turn.seq : 0) : null,
-    };
-  }
-  const args: string[] = [];
-  const stateless = new Map<number, string>();
-  turn.changes.forEach((change, index) => {
-    const problem = validateChange(change);
-    if (problem !== null) {
-      stateless.set(index, problem.message);
-      args.push('R', String(index), problem.reason, '', '', '');
-      return;
-    }
-    args.push(...changeArgs(change, index, turn.seq));
-  });
-  return { kind: 'script', positioned, args, stateless };
-}
-
-/** The script's six fields for one (statelessly valid) change. */
-function changeArgs(change: StateChange, index: number, seq: number): string[] {
-  const i = String(index);
-  switch (change.type) {
-    case 'item_opened': {
-      const item: Omit<ItemFact, 'end'> = {
-        itemId: change.itemId,
-        kind: change.kind,
-        name: change.name,
-        detail: change.detail,
-        handle: change.handle,
-        logPath: change.logPath,
-        openedSeq: seq,
-      };
-      return ['O', i, change.itemId, JSON.stringify(item), '', ''];
-    }
-    case 'item_closed': {
-      // `type` first: projection-state-at.lua tells a close from a disposition by the JSON's start.
-      const end: ItemEnd = { type: 'closed', outcome: change.outcome, detail: change.detail, seq };
-      return ['C', i, change.itemId, JSON.stringify(end), '', ''];
-    }
-    case 'item_disposed': {
-      const fact: DispositionFact = {
-        itemKey: change.itemKey,
-        disposition: change.disposition,
-        reason: change.reason,
-        supersededBy: change.supersededBy,
-        seq,
-      };
-      const end: ItemEnd = { type: 'disposed', disposition: change.disposition, seq };
-      const json = JSON.stringify(fact);
-      return [
-        'D',
-        i,
-        change.itemKey,
-        JSON.stringify(end),
-        spanMember(index, json),
-        lookupMember(change.itemKey, seq, index, json),
-      ];
-    }
-    case 'artifact_recorded': {
-      const fact: ArtifactFact = { path: change.path, action: change.action, digest: change.digest, seq };
-      const json = JSON.stringify(fact);
-      return ['A', i, '', '', spanMember(index, json), lookupMember(change.path, seq, index, json)];
-    }
-    default: {
-      const unknown: never = change;
-      throw new StateError('invalid_change', `unplannable change ${JSON.stringify(unknown)}`);
-    }
   }
 }
 
@@ -397,8 +274,4 @@ function rejectionMessage(
       throw new StateError('unexpected_reply', `unknown rejection ${String(unknown)}`);
     }
   }
-}
-
-function nonEmpty(value: string | null | undefined): value is string {
-  return typeof value === 'string' && value.length > 0;
 }

@@ -7,10 +7,10 @@ import {
   readStall,
   type ApplyOutcome,
   type AppliedBatch,
-  type PositionedTurn,
   type ReleasedTurn,
   type StallChange,
 } from './projection-apply.js';
+import type { PositionedTurn } from './projection-plan.js';
 import {
   parsePosition,
   readStateAt,

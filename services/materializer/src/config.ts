@@ -1,4 +1,5 @@
 import { commonConfig, z, groupNamed } from '@tidemark/service';
+import { defaultMaxParkedTurns } from '@tidemark/state';
 
 /** The materializer's configuration: the common variables plus its own, with defaults that run locally. */
 export const materializerConfigSchema = z
@@ -28,7 +29,7 @@ export const materializerConfigSchema = z
      * Early turns (past a missing one) a session holds until the missing one comes, then publishes again
      * after it; one more is refused (seq_gap, a dead letter) and breaks the session at its seq.
      */
-    MAX_PARKED_TURNS: z.coerce.number().int().min(0).default(1_000),
+    MAX_PARKED_TURNS: z.coerce.number().int().min(0).default(defaultMaxParkedTurns),
     /** Create the topics if missing (local runs and tests). */
     PROVISION_TOPICS: z.stringbool().default(true),
     /** Partitions of the topics when it provisions them. */

@@ -377,7 +377,7 @@ class MaterializerService implements Materializer {
         this.#republished(await this.#parked.flushDeferred(this.#producer, this.#logger));
       }
     } catch (error) {
-      this.#logger.warn({ err: error }, 'epoch check failed');
+      this.#logger.warn({ err: error }, 'periodic check failed (epoch, rebuild, parked turns); retried');
     } finally {
       this.#ticking = false;
     }
