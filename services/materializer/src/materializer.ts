@@ -149,7 +149,9 @@ class MaterializerService implements Materializer {
       logger: this.#logger,
     });
     this.#bus = bus;
-    this.#parked = new ParkedTurns(bus, this.projection);
+    this.#parked = new ParkedTurns(bus, this.projection, this.#logger, (count) =>
+      this.#metrics.turns('republished', count),
+    );
     this.#admin = bus.kafka.admin();
     await this.#admin.connect();
     if (this.#config.PROVISION_TOPICS) {
@@ -247,6 +249,9 @@ class MaterializerService implements Materializer {
       progress.inFlight === 0 &&
       Date.now() - progress.lastBatchAt >= this.#config.REBUILD_IDLE_MS;
     if (!reachedAll && !idle) return;
+    // Before the rebuild's mark is cleared: a crash before the parked turns it released are published
+    // leaves it unfinished, and the next start rebuilds (and releases them) again. A failure is retried.
+    await this.#flushParked();
     this.#progress = null;
     // Until the mark is cleared the rebuild is not over: caughtUp waits for this write too.
     const finishing = this.projection.finishRebuild(progress.epoch);
@@ -341,7 +346,7 @@ class MaterializerService implements Materializer {
     }
     if (applied.released.length > 0 && this.#parked !== null) {
       if (this.#progress?.epoch === epoch) this.#parked.defer(applied.released);
-      else this.#republished(await this.#parked.republish(producer, records, applied.released, this.#logger));
+      else await this.#parked.republish(producer, records, applied.released);
     }
     logStalls(this.#logger, applied.stalls);
     let fresh = 0;
@@ -361,10 +366,8 @@ class MaterializerService implements Materializer {
     this.#metrics.applied(Number(process.hrtime.bigint() - started) / 1e9, records.length);
   }
 
-  #republished(count: number): void {
-    this.#metrics.turns('republished', count);
-    if (count > 0)
-      this.#logger.info({ turns: count }, 'parked turns published again: the turns they waited for came');
+  async #flushParked(): Promise<void> {
+    if (this.#producer !== null) await this.#parked?.flushDeferred(this.#producer);
   }
 
   async #tick(): Promise<void> {
@@ -373,9 +376,7 @@ class MaterializerService implements Materializer {
     try {
       await this.#checkEpoch('periodic check');
       await this.#maybeFinishRebuild();
-      if (this.#state === 'running' && this.#producer !== null && this.#parked !== null) {
-        this.#republished(await this.#parked.flushDeferred(this.#producer, this.#logger));
-      }
+      if (this.#state === 'running') await this.#flushParked();
     } catch (error) {
       this.#logger.warn({ err: error }, 'periodic check failed (epoch, rebuild, parked turns); retried');
     } finally {

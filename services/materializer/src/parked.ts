@@ -16,12 +16,17 @@ export class ParkedTurns {
   readonly #reader: L0Reader;
   readonly #topic: string;
   readonly #projection: Projection;
+  readonly #logger: Logger;
+  /** Told how many turns each publishing wrote (the metric). */
+  readonly #published: (count: number) => void;
   #deferred: ReleasedTurn[] = [];
 
-  constructor(bus: Bus, projection: Projection) {
+  constructor(bus: Bus, projection: Projection, logger: Logger, published: (count: number) => void) {
     this.#reader = new L0Reader({ kafka: bus.kafka, decode: turnDecoder(bus.registry, bus.maxEventBytes) });
     this.#topic = bus.topics.turns;
     this.#projection = projection;
+    this.#logger = logger;
+    this.#published = published;
   }
 
   /**
@@ -32,8 +37,8 @@ export class ParkedTurns {
     producer: EventProducer,
     batch: readonly DecodedRecord<TurnEvent>[],
     released: readonly ReleasedTurn[],
-    logger: Logger,
   ): Promise<number> {
+    const logger = this.#logger;
     const at = (partition: number, offset: number) => `${partition}:${offset}`;
     const found = new Map<string, TurnEvent | null>();
     for (const record of batch) found.set(at(record.raw.partition, record.raw.offset), record.value);
@@ -76,7 +81,11 @@ export class ParkedTurns {
       }
       turns.push(turn);
     }
-    if (turns.length > 0) await producer.send('turns', turns);
+    if (turns.length > 0) {
+      await producer.send('turns', turns);
+      logger.info({ turns: turns.length }, 'parked turns published again: the turns they waited for came');
+    }
+    this.#published(turns.length);
     return turns.length;
   }
 
@@ -94,7 +103,7 @@ export class ParkedTurns {
    * Once the rebuild caught up: publishes again the deferred turns the replay did not meet applied (kept
    * for the next call if publishing fails). Resolves to how many were published.
    */
-  async flushDeferred(producer: EventProducer, logger: Logger): Promise<number> {
+  async flushDeferred(producer: EventProducer): Promise<number> {
     const deferred = this.#deferred;
     if (deferred.length === 0) return 0;
     this.#deferred = [];
@@ -107,7 +116,7 @@ export class ParkedTurns {
         ),
       );
       const missing = deferred.filter((r) => applied.get(sessionKey(r.tenantId, r.sessionId))! < r.seq);
-      return missing.length === 0 ? 0 : await this.republish(producer, [], missing, logger);
+      return missing.length === 0 ? 0 : await this.republish(producer, [], missing);
     } catch (error) {
       this.#deferred = [...deferred, ...this.#deferred];
       throw error;
