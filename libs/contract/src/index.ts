@@ -29,3 +29,4 @@ export {
 } from './publisher.js';
 export { restartGroupsFromEarliest } from './groups.js';
 export { L0Reader, turnDecoder, type L0Span } from './l0-reader.js';
+export { partitionOfKey, SessionHistory, type HistoryRange, type SessionEvents } from './session-history.js';

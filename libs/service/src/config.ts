@@ -60,6 +60,21 @@ export const commonConfig = {
 } as const;
 
 /**
+ * The retention of a session's derived state in Redis (the compactor's window, the validator's frame, the
+ * resume plan and nodes), for the services that keep one: every write sets it again, so it is how long a
+ * session may stay idle before its state expires. An expired session is rebuilt from its topics (which
+ * keep everything) the next time it is needed: Redis holds the sessions in use, not every session ever
+ * seen. 0 keeps state forever. Default: 7 days.
+ */
+export const stateRetentionConfig = {
+  STATE_RETENTION_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(7 * 24 * 60 * 60 * 1000),
+} as const;
+
+/**
  * Parses the environment with a service's schema, or throws a ConfigError naming every bad variable
  * and why, so a misconfigured service fails at start rather than at its first message.
  */

@@ -1,6 +1,13 @@
 // @tidemark/service: the shell every Tidemark service runs in. Services hold no process plumbing of
 // their own; they get config, logs, metrics, health/readiness and shutdown from here.
-export { commonConfig, ConfigError, groupNamed, parseConfig, parsedVariable } from './config.js';
+export {
+  commonConfig,
+  ConfigError,
+  groupNamed,
+  parseConfig,
+  parsedVariable,
+  stateRetentionConfig,
+} from './config.js';
 export { createLogger, type Logger } from './logger.js';
 export {
   createServiceHost,

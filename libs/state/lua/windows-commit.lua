@@ -12,6 +12,8 @@
 
   ARGV[1]  the SHA-1 of the window JSON the batch loaded, or "" when it loaded none
   ARGV[2]  the new window JSON
+  ARGV[3]  the state retention in ms (0: kept forever): the session's keys expire that long after this
+           write, all at once (a session idle that long is rebuilt from turns.l0 when it is next seen)
   then     n, the number of turns added, then n pairs: seq, TurnEvent JSON
   then     d, the number of seqs compacted by this batch (their turns are no longer needed), then d seqs
   then     m, the number of nodes added, then m pairs: id, node JSON
@@ -33,7 +35,7 @@ local function each(command, key, from, last)
     redis.call(command, key, unpack(ARGV, at, math.min(at + 999, last)))
   end
 end
-local at = 3
+local at = 4
 local turns = tonumber(ARGV[at])
 each('HSET', KEYS[2], at + 1, at + turns * 2)
 at = at + turns * 2 + 1
@@ -46,4 +48,8 @@ at = at + nodes * 2 + 1
 redis.call('SET', KEYS[1], ARGV[2])
 each('HDEL', KEYS[2], compactedFrom, compactedFrom + compacted - 1)
 each('HDEL', KEYS[3], at, #ARGV)
+local retention = tonumber(ARGV[3])
+if retention > 0 then
+  for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], retention) end
+end
 return 1

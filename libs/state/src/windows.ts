@@ -23,6 +23,11 @@ import { StoreLifecycle } from './store-lifecycle.js';
 // Write order per batch (see the compactor's README): the compactions topic, then windows. A crash
 // between the two redoes the batch, which recomputes the same bytes under the same ids.
 //
+// Every commit sets the session's keys to expire a retention after it (they expire together): the
+// window of a session idle that long is gone, and the compactor rebuilds it from the session's turns on
+// turns.l0 when the session is next seen (a turn past seq 1 with no window), so Redis holds the sessions
+// in use, not every session ever compacted.
+//
 // A window is written only over the window its batch loaded (lua/windows-commit.lua): a batch in flight
 // across a Redis loss or a rebuild writes nothing, and is redone from what the store holds then. A
 // rebuild (lifecycle.reset) deletes every key of the namespace before it sets the new epoch, so nothing
@@ -100,15 +105,25 @@ export class WindowStore<W extends SessionRef> {
   readonly #redis: Redis;
   readonly #prefix: string;
   readonly #store: string;
+  readonly #retentionMs: number;
   /** Epoch and clear: a rebuild is `lifecycle.reset(newEpoch)`, then a replay of turns.l0. */
   readonly lifecycle: StoreLifecycle;
 
-  constructor(redis: Redis, options: { readonly prefix: string; readonly namespace: string }) {
+  constructor(
+    redis: Redis,
+    options: {
+      readonly prefix: string;
+      readonly namespace: string;
+      /** How long an idle session's window is kept after its last write (0: forever); see windowOf's caller. */
+      readonly retentionMs?: number;
+    },
+  ) {
     // defineCommand is idempotent per name on a connection; the service and replay may share one.
     redis.defineCommand('tidemarkWindowsCommit', { numberOfKeys: 3, lua: luaScript('windows-commit') });
     this.#redis = redis;
     this.#prefix = options.prefix;
     this.#store = `cmp:${options.namespace}`;
+    this.#retentionMs = options.retentionMs ?? 0;
     this.lifecycle = new StoreLifecycle(redis, windowsLayout(options.prefix, options.namespace));
   }
 
@@ -181,6 +196,7 @@ export class WindowStore<W extends SessionRef> {
         `${key}nodes`,
         loaded,
         JSON.stringify(window),
+        this.#retentionMs,
         added.length,
         ...added.flatMap((turn) => [String(turn.seq), JSON.stringify(turn)]),
         dropped.length,

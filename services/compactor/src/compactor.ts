@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   Bus,
   restartGroupsFromEarliest,
+  SessionHistory,
   provisionTopics,
   topicNames,
   type EventConsumer,
@@ -28,7 +29,8 @@ import {
 import { Redis } from 'ioredis';
 import type { Admin } from 'kafkajs';
 import { policiesOf, type CompactorConfig } from './config.js';
-import { CompactionEngine, engineMetrics, namespaceOf, summarizers } from './engine.js';
+import { CompactionEngine, namespaceOf, summarizers } from './engine.js';
+import { engineMetrics } from './metrics.js';
 import type { SessionWindow } from './window.js';
 
 // The compactor service: turns.l0 → windows → compactions (a lossy node followed by its strict repair).
@@ -62,6 +64,7 @@ export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compa
   let turns: EventConsumer | null = null;
   let engine: CompactionEngine | null = null;
   let store: WindowStore<SessionWindow> | null = null;
+  let sessions: SessionHistory | null = null;
   let phase: ServicePhase = 'idle';
   const stopped = (): boolean => phase === 'draining' || phase === 'stopped';
 
@@ -168,7 +171,13 @@ export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compa
       redis =
         deps.redis ??
         logRedisOutages(new Redis(config.REDIS_URL, { maxRetriesPerRequest: null }), logger, 'compactor');
-      store = new WindowStore<SessionWindow>(redis, { prefix: config.REDIS_PREFIX, namespace });
+      store = new WindowStore<SessionWindow>(redis, {
+        prefix: config.REDIS_PREFIX,
+        namespace,
+        retentionMs: config.STATE_RETENTION_MS,
+      });
+      const history = new SessionHistory(bus);
+      sessions = history;
       const lost = (await store.lifecycle.epoch()) === null;
       producer = await bus.producer();
       engine = new CompactionEngine({
@@ -183,6 +192,10 @@ export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compa
         producer,
         metrics,
         logger,
+        history: async (ref, range) => {
+          const { records } = await history.read('turns', ref, range);
+          return records.map((r) => ({ turn: r.value, partition: r.raw.partition, offset: r.raw.offset }));
+        },
       });
       if (lost) {
         // A new namespace (first start, new policy or generation) or a lost Redis: the state is built
@@ -210,6 +223,7 @@ export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compa
       phase = 'draining';
       await rebuilds.stop();
       await turns?.stop();
+      await sessions?.close();
       await bus?.disconnect();
       if (deps.redis === undefined) redis?.disconnect();
       phase = 'stopped';

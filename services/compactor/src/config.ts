@@ -6,7 +6,14 @@ import {
   type Policies,
   type Policy,
 } from '@tidemark/core';
-import { commonConfig, ConfigError, z, groupNamed, parsedVariable } from '@tidemark/service';
+import {
+  commonConfig,
+  stateRetentionConfig,
+  ConfigError,
+  z,
+  groupNamed,
+  parsedVariable,
+} from '@tidemark/service';
 
 // The compactor's configuration: where the stack is (commonConfig), the compaction policy (each field
 // of core's Policy, defaults from core's defaultPolicy), the generation it writes, and repair bounds.
@@ -21,6 +28,7 @@ const optionalBound = z
 export const compactorConfigSchema = z
   .object({
     ...commonConfig,
+    ...stateRetentionConfig,
     /** The consumer group of turns.l0. Default: `<TOPIC_PREFIX>tidemark-compactor` (groups are cluster-wide: see groupNamed). */
     GROUP_ID: z.string().min(1).optional(),
     /** The generation this compactor writes; a replay under a new policy writes a newer one. */

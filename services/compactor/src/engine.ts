@@ -16,7 +16,6 @@ import {
   TidemarkError,
   type TurnEvent,
 } from '@tidemark/core';
-import { Counter, Gauge, Histogram, type Registry } from '@tidemark/service';
 import {
   WindowsLostError,
   type Projection,
@@ -25,11 +24,13 @@ import {
   type WindowUpdate,
 } from '@tidemark/state';
 import type { Logger } from 'pino';
+import type { EngineMetrics } from './metrics.js';
 import {
   ingest,
   type Admission,
   type Compacted,
   type CompactionContext,
+  type Ingested,
   type SessionWindow,
   type StateAnswer,
   namedNodes,
@@ -63,6 +64,25 @@ export interface EngineOptions {
   readonly logger: Logger;
   /** Only sessions this accepts are compacted (replay --tenant/--session); default all. */
   readonly accepts?: (ref: SessionRef) => boolean;
+  /**
+   * A session's turns on turns.l0 in a range of its partition (offset order, every record, redeliveries
+   * and gaps included): what an expired window is rebuilt from. Absent: windows never expire (replay).
+   */
+  readonly history?: (ref: SessionRef, range: TurnRange) => Promise<readonly PositionedTurn[]>;
+}
+
+/** Offsets of one partition: from `from` (inclusive) to `before` (exclusive). */
+export interface TurnRange {
+  readonly partition: number;
+  readonly from: number;
+  readonly before: number;
+}
+
+/** A turn as read from turns.l0, with where it was read. */
+export interface PositionedTurn {
+  readonly turn: TurnEvent;
+  readonly partition: number;
+  readonly offset: number;
 }
 
 /** The state a summary needs was not there in time: the batch is retried (redelivered) later. */
@@ -78,6 +98,12 @@ class StateUnavailableError extends TidemarkError<'state_unavailable'> {
       { retriable: true },
     );
   }
+}
+
+/** What one call has made or read of a session, not yet in the store: turns by seq, nodes by id. */
+interface AtHand {
+  readonly turns: Map<number, TurnEvent>;
+  readonly nodes: Map<string, Compacted>;
 }
 
 export interface BatchOutcome {
@@ -117,14 +143,32 @@ export class CompactionEngine {
     // stay in order.
     await Promise.all(
       groups.map(async ([key, list], index) => {
-        const start = windowOf(loaded.windows[index] ?? null, list[0]!.value);
-        // Filled as turns are admitted: a summary's text is the admitted turn's, never a redelivery's.
-        const batchTurns = new Map<number, TurnEvent>();
-        const result = await ingest(
-          start,
-          list.map((r) => ({ turn: r.value, partition: r.raw.partition, offset: r.raw.offset })),
-          this.#context(start, batchTurns),
-          (turn) => batchTurns.set(turn.seq, turn),
+        const entries = list.map((r) => ({
+          turn: r.value,
+          partition: r.raw.partition,
+          offset: r.raw.offset,
+        }));
+        const stored = loaded.windows[index] ?? null;
+        // Filled as turns are admitted and nodes made: a summary's text is the admitted turn's, never a
+        // redelivery's; a node made earlier in this call is at hand, not in the store.
+        const atHand: AtHand = { turns: new Map(), nodes: new Map() };
+        const history = stored === null ? await this.#history(list[0]!.value, entries[0]!) : [];
+        let start = windowOf(stored, list[0]!.value);
+        let restored: Ingested | null = null;
+        if (history.length > 0) {
+          // The window expired (the session was idle past the retention): rebuilt from the session's
+          // turns before this batch, exactly as the batches that read them built it. What that makes
+          // was published then; only what this batch adds is published now.
+          restored = await ingest(start, history, this.#context(start, atHand), (turn) =>
+            atHand.turns.set(turn.seq, turn),
+          );
+          if (restored.stopped !== null) throw new StateUnavailableError('timeout', key);
+          for (const made of restored.produced) atHand.nodes.set(made.node.compactionId, made);
+          start = restored.window;
+          metrics.windowsRestored.inc();
+        }
+        const result = await ingest(start, entries, this.#context(start, atHand), (turn) =>
+          atHand.turns.set(turn.seq, turn),
         );
         for (const admission of Object.keys(admissions) as Admission[]) {
           admissions[admission] += result.admissions[admission];
@@ -142,16 +186,19 @@ export class CompactionEngine {
           );
         }
         produced.push(...result.produced);
+        // A restored window is written whole, over none: the diff is against the empty window.
+        const base = restored === null ? start : windowOf(null, start);
+        const made = [...(restored?.produced ?? []), ...result.produced];
         const kept = new Set(result.window.turns.map((t) => t.seq));
         const named = namedNodes(result.window);
-        const before = namedNodes(start);
+        const before = namedNodes(base);
         updates.push({
           window: result.window,
           loaded: loaded.versions[index]!,
-          added: result.accepted.filter((t) => kept.has(t.seq)),
-          dropped: start.turns.filter((t) => !kept.has(t.seq)).map((t) => t.seq),
+          added: [...(restored?.accepted ?? []), ...result.accepted].filter((t) => kept.has(t.seq)),
+          dropped: base.turns.filter((t) => !kept.has(t.seq)).map((t) => t.seq),
           nodes: {
-            added: result.produced
+            added: made
               .filter((c) => named.has(c.node.compactionId))
               .map((c) => [c.node.compactionId, c] as const),
             dropped: [...before].filter((id) => !named.has(id)),
@@ -176,7 +223,20 @@ export class CompactionEngine {
     return { turns: records.length, compactions: published.length };
   }
 
-  #context(ref: SessionRef, batchTurns: ReadonlyMap<number, TurnEvent>): CompactionContext {
+  /**
+   * The turns a session with no window has on turns.l0 before this batch: none for a new session; for
+   * one whose window expired, every turn from its first (where the projection, which never expires,
+   * says it is) up to the batch. A turn past seq 1 with no window is how an expired one shows.
+   */
+  async #history(ref: SessionRef, first: PositionedTurn): Promise<readonly PositionedTurn[]> {
+    const { history, projection } = this.#o;
+    if (history === undefined) return [];
+    const origin = await projection.l0Position(ref.tenantId, ref.sessionId, 1);
+    if (origin === null || origin.partition !== first.partition || origin.offset >= first.offset) return [];
+    return history(ref, { partition: first.partition, from: origin.offset, before: first.offset });
+  }
+
+  #context(ref: SessionRef, atHand: AtHand): CompactionContext {
     const { generation, compactorVersion, store, metrics } = this.#o;
     const policy = this.#o.policyFor(ref);
     return {
@@ -186,12 +246,17 @@ export class CompactionEngine {
       summarizer: this.#o.summarizerFor(policy.summarizer),
       stateAt: (query) => this.#stateAt(query),
       turns: async (tenantId, sessionId, seqs) => {
-        const missing = seqs.filter((seq) => !batchTurns.has(seq));
+        const missing = seqs.filter((seq) => !atHand.turns.has(seq));
         const stored = await store.loadTurns({ tenantId, sessionId }, missing);
         const bySeq = new Map(stored.map((t) => [t.seq, t]));
-        return seqs.map((seq) => batchTurns.get(seq) ?? bySeq.get(seq)!);
+        return seqs.map((seq) => atHand.turns.get(seq) ?? bySeq.get(seq)!);
       },
-      nodes: (tenantId, sessionId, ids) => store.loadNodes<Compacted>({ tenantId, sessionId }, ids),
+      nodes: async (tenantId, sessionId, ids) => {
+        const missing = ids.filter((id) => !atHand.nodes.has(id));
+        const stored = await store.loadNodes<Compacted>({ tenantId, sessionId }, missing);
+        const byId = new Map(stored.map((c) => [c.node.compactionId, c]));
+        return ids.map((id) => atHand.nodes.get(id) ?? byId.get(id)!);
+      },
       observe: (tier, seconds) => metrics.summarizerSeconds.observe({ tier: String(tier) }, seconds),
     };
   }
@@ -251,50 +316,6 @@ export function namespaceOf(
           canonicalJson({ policy, overrides: keys.map((key) => [key, policyIdOf(overrides[key]!)]) }),
         );
   return `g${generation}:${id.slice(0, 16)}`;
-}
-
-export interface EngineMetrics {
-  readonly compactions: Counter<'tier' | 'kind'>;
-  readonly summarizerSeconds: Histogram<'tier'>;
-  readonly windows: Gauge;
-  readonly turns: Counter<'admission'>;
-  readonly stateUnavailable: Counter<'reason'>;
-}
-
-export function engineMetrics(register: Registry): EngineMetrics {
-  const registers = [register];
-  return {
-    compactions: new Counter({
-      name: 'tidemark_compactor_compactions_total',
-      help: 'Compactions published, by tier and kind (first attempt, or the strict repair published after a lossy one).',
-      labelNames: ['tier', 'kind'],
-      registers,
-    }),
-    summarizerSeconds: new Histogram({
-      name: 'tidemark_compactor_summarizer_seconds',
-      help: 'Time a summarizer took for one node, by tier.',
-      labelNames: ['tier'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5, 30],
-      registers,
-    }),
-    windows: new Gauge({
-      name: 'tidemark_compactor_windows',
-      help: 'Sessions whose window holds uncompacted turns (of those this process has seen).',
-      registers,
-    }),
-    turns: new Counter({
-      name: 'tidemark_compactor_turns_total',
-      help: 'Turns read, by admission (accepted, duplicate, gap, invalid).',
-      labelNames: ['admission'],
-      registers,
-    }),
-    stateUnavailable: new Counter({
-      name: 'tidemark_compactor_state_unavailable_total',
-      help: 'Compactions that could not read the materialized state in time, by reason.',
-      labelNames: ['reason'],
-      registers,
-    }),
-  };
 }
 
 /** The summarizers policies name, made once each. */

@@ -113,6 +113,42 @@ describe('the compactor', () => {
     expect(collected.all.length).toBeGreaterThan(published.size);
   });
 
+  it('lets the window of a session idle past STATE_RETENTION_MS expire, and rebuilds it from turns.l0 when the session resumes, publishing nothing twice', async () => {
+    const s = await stage();
+    const turns = generateSession(36, { turns: 120, sessionId: 'idle' });
+    const policy = definePolicy({ summarizer: 'narrative', l1EveryTurns: 20, digestFanIn: 2 });
+    const reference = runReference(turns, { policy, compactorVersion: version, maxRepairs: 1 });
+    const collected = await collectCompactions(s.bus);
+    const { metrics } = await runCompactor(
+      s.config({
+        SUMMARIZER: 'narrative',
+        L1_EVERY_TURNS: '20',
+        DIGEST_FAN_IN: '2',
+        STATE_RETENTION_MS: '1500',
+      }),
+    );
+    await s.publish(turns.slice(0, 70));
+    const early = reference.compactions.filter((c) => c.span.toSeq <= 70);
+    await collected.waitFor(hasIds(early.map((c) => c.compactionId)));
+    // Idle past the retention: every key of the session's window expires (together).
+    const pattern = `${s.redisPrefix}cmp:*:{*`;
+    expect((await s.redis.keys(pattern)).length).toBeGreaterThan(0);
+    const deadline = Date.now() + 15_000;
+    while ((await s.redis.keys(pattern)).length > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(await s.redis.keys(pattern)).toEqual([]);
+
+    await s.publish(turns.slice(70));
+    await collected.waitFor(hasIds(reference.compactions.map((c) => c.compactionId)));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The reference's nodes, in its order, each published once: what the window made before it expired
+    // was not published again.
+    expect(canonicalJson(collected.all)).toBe(canonicalJson(reference.compactions));
+    const restored = await metrics.getSingleMetric('tidemark_compactor_windows_restored_total')?.get();
+    expect(restored?.values[0]?.value).toBe(1);
+  });
+
   it('compacts each session under its own policy when POLICY_OVERRIDES names it (or its tenant)', async () => {
     const s = await stage();
     const own = generateSession(34, { turns: 60, tenantId: 'over', sessionId: 'own' });

@@ -5,7 +5,14 @@ import {
   policiesFrom,
   type Policies,
 } from '@tidemark/core';
-import { commonConfig, ConfigError, z, groupNamed, parsedVariable } from '@tidemark/service';
+import {
+  commonConfig,
+  stateRetentionConfig,
+  ConfigError,
+  z,
+  groupNamed,
+  parsedVariable,
+} from '@tidemark/service';
 
 const positive = z.coerce.number().int().positive();
 
@@ -13,6 +20,7 @@ const positive = z.coerce.number().int().positive();
 export const resumeConfigSchema = z
   .object({
     ...commonConfig,
+    ...stateRetentionConfig,
     /** Create the topics if missing (local runs and tests); idempotent. */
     PROVISION_TOPICS: z.stringbool().default(true),
     /** Partitions of the topics when it provisions them. */

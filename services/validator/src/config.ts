@@ -1,9 +1,10 @@
-import { commonConfig, z, groupNamed } from '@tidemark/service';
+import { commonConfig, stateRetentionConfig, z, groupNamed } from '@tidemark/service';
 
 /** The validator's configuration: the common variables plus its own, with defaults that run locally. */
 export const validatorConfigSchema = z
   .object({
     ...commonConfig,
+    ...stateRetentionConfig,
     /** Its own consumer group on the compactions topic. Default: `<TOPIC_PREFIX>tidemark-validator` (groups are cluster-wide: see groupNamed). */
     VALIDATOR_GROUP_ID: z.string().min(1).optional(),
     /** How long a compaction waits for the materializer to cover its boundary before it is unverifiable. */

@@ -1,0 +1,95 @@
+import { Partitioners } from 'kafkajs';
+import type { Bus } from './bus.js';
+import { decodeRecord, type DecodedRecord } from './decode.js';
+import { L0Reader } from './l0-reader.js';
+import { sessionKey, type EventsByRole, type TopicRole } from './topics.js';
+
+// One session's events of a topic, read back from the topic itself: what a service rebuilds a pruned
+// session's Redis state from (bounded state: the state of a session idle past the retention expires, and
+// is rebuilt from its topics the next time it is needed). Every record of a session is in one partition
+// (the key's, by the producers' murmur2 partitioner), so a session's history is one partition read from
+// its log start, keeping the session's records; no consumer group is joined.
+
+/** Which part of a session's history to read: by default all of it, up to the partition's end now. */
+export interface HistoryRange {
+  /** The session's partition, when the caller knows it (a record of the session in hand). */
+  readonly partition?: number;
+  /** Where to start (a known first record of the session); default: the partition's log start. */
+  readonly from?: number;
+  /** Only records before this offset (exclusive); default: up to the partition's end when asked. */
+  readonly before?: number;
+}
+
+export interface SessionEvents<E> {
+  readonly partition: number;
+  /** The session's decodable records in offset order (what could not be decoded was dead-lettered once, and is skipped). */
+  readonly records: readonly DecodedRecord<E>[];
+}
+
+const defaultPartitioner = Partitioners.DefaultPartitioner();
+
+export class SessionHistory {
+  readonly #bus: Bus;
+  readonly #reader: L0Reader;
+
+  constructor(bus: Bus) {
+    this.#bus = bus;
+    // The reader's fetches are per topic; its decoder is not used here (records are decoded by role).
+    this.#reader = new L0Reader({ kafka: bus.kafka, decode: () => Promise.resolve(null) });
+  }
+
+  /** The session's records of a role's topic, in offset order, up to `range.before` or the end. */
+  async read<R extends TopicRole>(
+    role: R,
+    ref: { readonly tenantId: string; readonly sessionId: string },
+    range: HistoryRange = {},
+  ): Promise<SessionEvents<EventsByRole[R]>> {
+    const topic = this.#bus.topics[role];
+    const key = sessionKey(ref.tenantId, ref.sessionId);
+    const admin = await this.#bus.admin();
+    const offsets = await admin.fetchTopicOffsets(topic);
+    const partition = range.partition ?? partitionOfKey(key, offsets.length);
+    const bounds = offsets.find((o) => o.partition === partition);
+    if (bounds === undefined) throw new Error(`${topic} has no partition ${partition}`);
+    const end = Math.min(Number(bounds.high), range.before ?? Number.MAX_SAFE_INTEGER);
+    const records: DecodedRecord<EventsByRole[R]>[] = [];
+    for (let offset = Math.max(Number(bounds.low), range.from ?? 0); offset < end;) {
+      const messages = await this.#reader.fetchAt(topic, partition, offset);
+      if (messages.length === 0) break;
+      for (const message of messages) {
+        const at = Number(message.offset);
+        offset = at + 1;
+        if (at >= end) break;
+        if (message.isControlRecord === true || message.key?.toString('utf8') !== key) continue;
+        const raw = { topic, partition, offset: at, key: message.key, value: message.value };
+        const decoded = await decodeRecord(
+          role,
+          raw,
+          (id) => this.#bus.registry.writer(id),
+          this.#bus.maxEventBytes,
+        );
+        if (decoded.ok) records.push({ raw, value: decoded.value });
+      }
+    }
+    return { partition, records };
+  }
+
+  async close(): Promise<void> {
+    await this.#reader.close();
+  }
+}
+
+/** The partition of a record key among `partitions`, as every Tidemark producer places it (murmur2). */
+export function partitionOfKey(key: string, partitions: number): number {
+  return defaultPartitioner({
+    topic: '',
+    partitionMetadata: Array.from({ length: partitions }, (_, partitionId) => ({
+      partitionId,
+      leader: 0,
+      replicas: [0],
+      isr: [0],
+      partitionErrorCode: 0,
+    })),
+    message: { key, value: null },
+  });
+}
