@@ -14,6 +14,11 @@ import { StoreLifecycle } from './store-lifecycle.js';
 //   frames:lock                  held by the one validator rebuilding the store
 //   frame:{tenant/session}       hash: v (version), e (epoch), s (the decider's state, JSON)
 //   decided:{tenant/session}     hash: compactionId -> decided record JSON
+//   frame-seen:{tenant/session}  string: the session had a frame (set when frames expire, see below)
+//
+// With a retention (STATE_RETENTION_MS), every write sets frame and decided to expire that long after
+// it, together: a session idle that long leaves only its seen key, and the next load reports it
+// `expired`, to be rebuilt from the markers topic (`restoreExpired`) before anything is decided on it.
 //
 // Writes are write-ahead: the decisions of a batch are recorded (pending) before they are published,
 // and confirmed (published) after, so a crash in between re-publishes the recorded bytes instead of
@@ -47,6 +52,8 @@ export interface FrameLoad extends SessionRef {
 
 export interface LoadedSession {
   readonly frame: SessionFrame;
+  /** The session's frame expired (it was idle past the retention): rebuild it before deciding. */
+  readonly expired: boolean;
   /** Records of the requested compactions the store has (absent = never decided). */
   readonly decided: ReadonlyMap<string, DecidedRecord>;
 }
@@ -89,6 +96,7 @@ declare module 'ioredis' {
     validatorRecord(
       frameKey: string,
       decidedKey: string,
+      seenKey: string,
       ...args: (string | number)[]
     ): Result<number, Context>;
     validatorConfirm(frameKey: string, decidedKey: string, ...args: string[]): Result<number, Context>;
@@ -105,11 +113,14 @@ export class FrameStore {
   /** Epoch, rebuild lock and clear (a rebuild runs `withRebuildLock` over it, then `restore`). */
   readonly lifecycle: StoreLifecycle;
 
-  constructor(redis: Redis, options: { prefix?: string } = {}) {
+  readonly #retentionMs: number;
+
+  constructor(redis: Redis, options: { prefix?: string; retentionMs?: number } = {}) {
     this.#prefix = options.prefix ?? 'tidemark:';
+    this.#retentionMs = options.retentionMs ?? 0;
     this.lifecycle = new StoreLifecycle(redis, framesLayout(this.#prefix));
     // defineCommand is idempotent per name on a connection; several stores may share one.
-    redis.defineCommand('validatorRecord', { numberOfKeys: 2, lua: luaScript('validator-record') });
+    redis.defineCommand('validatorRecord', { numberOfKeys: 3, lua: luaScript('validator-record') });
     redis.defineCommand('validatorConfirm', { numberOfKeys: 2, lua: luaScript('validator-confirm') });
     this.#redis = redis;
   }
@@ -119,6 +130,9 @@ export class FrameStore {
   }
   #decidedKey(ref: SessionRef): string {
     return sessionStoreKey(this.#prefix, 'decided', ref);
+  }
+  #seenKey(ref: SessionRef): string {
+    return sessionStoreKey(this.#prefix, 'frame-seen', ref);
   }
   get #epochKey(): string {
     return this.lifecycle.layout.epochKey;
@@ -138,6 +152,7 @@ export class FrameStore {
     pipeline.get(this.#epochKey);
     for (const ref of sessions) {
       pipeline.hmget(this.#frameKey(ref), 'v', 'e', 's');
+      pipeline.exists(this.#seenKey(ref));
       if (ref.compactionIds.length > 0) pipeline.hmget(this.#decidedKey(ref), ...ref.compactionIds);
     }
     const replies = await execAll(pipeline);
@@ -147,6 +162,7 @@ export class FrameStore {
     let index = 1;
     for (const ref of sessions) {
       const [v, e, s] = replies[index++] as (string | null)[];
+      const seen = replies[index++] === 1;
       const records = ref.compactionIds.length > 0 ? (replies[index++] as (string | null)[]) : [];
       const guard: FrameGuard = { version: v == null ? 0 : Number(v), epoch: e ?? '' };
       // A session of another epoch (a straggler's write around a rebuild) reads as absent: its
@@ -160,10 +176,7 @@ export class FrameStore {
           if (record != null) decided.set(id, JSON.parse(record) as DecidedRecord);
         });
       }
-      loaded.set(sessionKeyOf(ref), {
-        frame: { state, guard },
-        decided,
-      });
+      loaded.set(sessionKeyOf(ref), { frame: { state, guard }, expired: v == null && seen, decided });
     }
     return { ok: true, epoch, sessions: loaded };
   }
@@ -181,11 +194,17 @@ export class FrameStore {
         write.guard.version,
         write.guard.epoch,
         JSON.stringify(write.state),
+        this.#retentionMs,
       ];
       for (const { compactionId, decisions } of write.decided) {
         args.push(compactionId, JSON.stringify({ status: 'pending', decisions } satisfies DecidedRecord));
       }
-      void pipeline.validatorRecord(this.#frameKey(write), this.#decidedKey(write), ...args);
+      void pipeline.validatorRecord(
+        this.#frameKey(write),
+        this.#decidedKey(write),
+        this.#seenKey(write),
+        ...args,
+      );
     }
     const [current, ...codes] = (await execAll(pipeline)) as [string | null, ...number[]];
     const sessions = (test: (code: number) => boolean) =>
@@ -224,6 +243,30 @@ export class FrameStore {
   }
 
   /**
+   * Writes sessions rebuilt from the markers topic after their frames expired, each only if it is
+   * still absent (another validator may have restored it first; either way the next load finds it).
+   * One round trip.
+   */
+  async restoreExpired(epoch: string, sessions: readonly RestoredSession[]): Promise<void> {
+    if (sessions.length === 0) return;
+    const pipeline = this.#redis.pipeline();
+    for (const session of sessions) {
+      void pipeline.validatorRecord(
+        this.#frameKey(session),
+        this.#decidedKey(session),
+        this.#seenKey(session),
+        epoch,
+        0,
+        '',
+        JSON.stringify(session.state),
+        this.#retentionMs,
+        ...session.published.flatMap((id) => [id, publishedJson]),
+      );
+    }
+    await execAll(pipeline);
+  }
+
+  /**
    * Writes rebuilt sessions under a new epoch, then publishes the epoch (last, so that nobody decides
    * on a half-rebuilt store). Pipelined in chunks.
    */
@@ -242,6 +285,12 @@ export class FrameStore {
             this.#decidedKey(session),
             Object.fromEntries(session.published.map((id) => [id, publishedJson])),
           );
+        }
+        if (this.#retentionMs > 0) {
+          // As a write would: restored, a session idle past the retention still expires.
+          pipeline.pexpire(this.#frameKey(session), this.#retentionMs);
+          pipeline.pexpire(this.#decidedKey(session), this.#retentionMs);
+          pipeline.set(this.#seenKey(session), '1');
         }
       }
       await execAll(pipeline);

@@ -7,7 +7,7 @@ import { sessionKey } from '@tidemark/core';
 //
 //   store        lifecycle (epoch, lock)                 session keys
 //   projection   proj:epoch:5, proj:lock                 proj:{t/s}:<part>, proj:stalled (below)
-//   frames       frames:epoch:3, frames:lock             frame:{t/s}, decided:{t/s}
+//   frames       frames:epoch:3, frames:lock             frame:{t/s}, decided:{t/s}, frame-seen:{t/s}
 //   plans        resume:epoch:3, resume:rebuild-lock     resume:{t/s}, resume-nodes:{t/s}, resume-ctx:{t/s}
 //   windows      cmp:<ns>:epoch:4, cmp:<ns>:lock         cmp:<ns>:{t/s}:win, :turns, :nodes
 //
@@ -60,7 +60,7 @@ export const projectionLayout = (prefix: string): StoreLayout => ({
 export const framesLayout = (prefix: string): StoreLayout => ({
   epochKey: `${prefix}frames:epoch:${layoutVersion}`,
   lockKey: `${prefix}frames:lock`,
-  statePatterns: ['frame', 'decided'].map((store) => sessionKeysPattern(prefix, store)),
+  statePatterns: ['frame', 'decided', 'frame-seen'].map((store) => sessionKeysPattern(prefix, store)),
 });
 
 export const plansLayout = (prefix: string): StoreLayout => ({

@@ -40,7 +40,46 @@ describe('FrameStore', () => {
     const loaded = await frames.load([{ ...session, compactionIds: ['c1'] }]);
     expect(loaded.ok && loaded.sessions.get(sessionKeyOf(session))).toEqual({
       frame: { state: initialState, guard: { version: 0, epoch: '' } },
+      expired: false,
       decided: new Map(),
+    });
+  });
+
+  it("expires an idle session's frame and records after the retention, reports it expired, and restores it only over an absent frame", async () => {
+    const { redis, prefix } = redisClient();
+    const frames = new FrameStore(redis, { prefix, retentionMs: 300 });
+    await frames.restore('e1', []);
+    const decision: MarkerDecision = emitted('m1');
+    const write = {
+      ...session,
+      guard: { version: 0, epoch: '' },
+      state: foldDecisions([decision]),
+      decided: [{ compactionId: 'c1', decisions: [decision] }],
+    };
+    expect(await frames.record('e1', [write])).toEqual({ ok: true });
+    const load = async () => {
+      const loaded = await frames.load([{ ...session, compactionIds: ['c1'] }]);
+      return loaded.ok ? loaded.sessions.get(sessionKeyOf(session))! : null;
+    };
+    expect((await load())?.expired).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await load()).toEqual({
+      frame: { state: initialState, guard: { version: 0, epoch: '' } },
+      expired: true,
+      decided: new Map(),
+    });
+    // A batch that read the frame before it expired cannot write over it.
+    expect(await frames.record('e1', [{ ...write, guard: { version: 1, epoch: 'e1' } }])).toMatchObject({
+      ok: false,
+      reason: 'conflict',
+    });
+    const restored = { ...session, state: foldDecisions([decision]), published: ['c1'] };
+    await frames.restoreExpired('e1', [restored]);
+    await frames.restoreExpired('e1', [{ ...restored, state: initialState }]); // a second restorer: no-op
+    expect(await load()).toEqual({
+      frame: { state: foldDecisions([decision]), guard: { version: 1, epoch: 'e1' } },
+      expired: false,
+      decided: new Map([['c1', { status: 'published' }]]),
     });
   });
 
@@ -60,6 +99,7 @@ describe('FrameStore', () => {
     const loaded = await frames.load([{ ...session, compactionIds: ['c1', 'c2'] }]);
     expect(loaded.ok && loaded.sessions.get(sessionKeyOf(session))).toEqual({
       frame: { state: foldDecisions([decision]), guard: { version: 1, epoch: 'e1' } },
+      expired: false,
       decided: new Map([['c1', { status: 'pending', decisions: [decision] }]]),
     });
     expect(await frames.confirm('e1', [{ ...session, compactionIds: ['c1'] }])).toEqual([]);
@@ -109,6 +149,7 @@ describe('FrameStore', () => {
     expect(loaded.ok && loaded.epoch).toBe('e2');
     expect(loaded.ok && loaded.sessions.get(sessionKeyOf(session))).toEqual({
       frame: { state: foldDecisions([emitted('m1')]), guard: { version: 1, epoch: 'e2' } },
+      expired: false,
       decided: new Map([['c1', { status: 'published' }]]),
     });
   });
@@ -129,6 +170,7 @@ describe('FrameStore', () => {
     const stale = loaded.ok ? loaded.sessions.get(sessionKeyOf(session)) : undefined;
     expect(stale).toEqual({
       frame: { state: initialState, guard: { version: 1, epoch: 'e1' } },
+      expired: false,
       decided: new Map(),
     });
     expect(

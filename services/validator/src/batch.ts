@@ -56,6 +56,11 @@ export interface BatchDeps {
   readonly publish: (decisions: readonly MarkerDecision[]) => Promise<void>;
   /** Rebuilds the frame store from the markers topic (the store has no epoch). */
   readonly rebuild: () => Promise<void>;
+  /**
+   * Rebuilds the frames of sessions that expired (idle past the retention) from the markers topic.
+   * Absent: frames never expire (a store without retention).
+   */
+  readonly restoreExpired?: (epoch: string, sessions: readonly SessionRef[]) => Promise<void>;
   readonly metrics: ValidatorMetrics;
   readonly logger: Logger;
   readonly watermarkTimeoutMs: number;
@@ -120,6 +125,19 @@ export async function decideBatch(
       // Told here (the consumer reports RetriableBatchError at debug): Redis lost the store again.
       deps.logger.warn('the frame store has no epoch after a rebuild: the batch will be redelivered');
       throw new RetriableBatchError('the frame store has no epoch after a rebuild');
+    }
+  }
+  const expired = loads.filter((ref) => loaded.ok && loaded.sessions.get(sessionKeyOf(ref))!.expired);
+  if (expired.length > 0) {
+    // Never decided on a frame that is not there: restored first, then read like any other.
+    if (deps.restoreExpired === undefined)
+      throw new RetriableBatchError('expired frames and no way to restore them');
+    await deps.restoreExpired(loaded.epoch, expired);
+    deps.metrics.restored(expired.length);
+    loaded = await deps.frames.load(loads);
+    if (!loaded.ok) throw new RetriableBatchError('the frame store has no epoch');
+    if ([...loaded.sessions.values()].some((session) => session.expired)) {
+      throw new RetriableBatchError('an expired frame could not be restored');
     }
   }
   const { epoch } = loaded;

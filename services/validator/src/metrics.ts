@@ -16,6 +16,8 @@ export interface ValidatorMetrics {
   /** A batch redelivered because the projection had not reached its boundaries after the wait. */
   deferred(): void;
   rebuilt(sessions: number): void;
+  /** Sessions whose expired frames were restored from the markers topic. */
+  restored(sessions: number): void;
   batch(seconds: number, compactions: number): void;
 }
 
@@ -72,6 +74,11 @@ export function validatorMetrics(register: Registry): ValidatorMetrics {
     help: 'Sessions restored by frame-store rebuilds.',
     registers,
   });
+  const restoredSessions = new Counter({
+    name: 'tidemark_validator_restored_sessions_total',
+    help: 'Sessions whose frames had expired (idle past STATE_RETENTION_MS), restored from the markers topic when next needed.',
+    registers,
+  });
   const batches = new Histogram({
     name: 'tidemark_validator_batch_seconds',
     help: 'Time to decide and publish one fetched batch of compactions.',
@@ -116,6 +123,9 @@ export function validatorMetrics(register: Registry): ValidatorMetrics {
     rebuilt(sessions) {
       rebuilds.inc();
       rebuiltSessions.inc(sessions);
+    },
+    restored(sessions) {
+      restoredSessions.inc(sessions);
     },
     batch(seconds, count) {
       batches.observe(seconds);

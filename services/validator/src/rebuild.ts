@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { foldDecisions, isVerdict, type MarkerDecision } from '@tidemark/core';
-import type { Bus } from '@tidemark/contract';
-import { sessionKeyOf, withRebuildLock, type FrameStore, type RestoredSession } from '@tidemark/state';
+import type { Bus, SessionHistory } from '@tidemark/contract';
+import {
+  sessionKeyOf,
+  withRebuildLock,
+  type FrameStore,
+  type RestoredSession,
+  type SessionRef,
+} from '@tidemark/state';
 import type { Logger } from '@tidemark/service';
 
 // Rebuilding the frame store when Redis lost it (or on the very first start): the markers topic is the
@@ -36,6 +42,24 @@ export function restoredSessions(decisions: readonly MarkerDecision[]): Restored
       published: [...new Set(list.filter(isVerdict).map((d) => d.compactionId))],
     };
   });
+}
+
+/**
+ * Rebuilds the frames of sessions that expired (idle past the retention) from their decisions on the
+ * markers topic: the same fold as a rebuild of the whole store, over one session's partition each.
+ */
+export async function restoreExpired(
+  deps: { readonly frames: Pick<FrameStore, 'restoreExpired'>; readonly history: SessionHistory },
+  epoch: string,
+  sessions: readonly SessionRef[],
+): Promise<void> {
+  const decisions = await Promise.all(
+    sessions.map(async (ref) => (await deps.history.read('markers', ref)).records.map((r) => r.value)),
+  );
+  const restored = sessions.map(
+    (ref, i) => restoredSessions(decisions[i]!)[0] ?? { ...ref, state: foldDecisions([]), published: [] },
+  );
+  await deps.frames.restoreExpired(epoch, restored);
 }
 
 /**

@@ -1,6 +1,7 @@
 import {
   Bus,
   provisionTopics,
+  SessionHistory,
   topicNames,
   type EventConsumer,
   type EventProducer,
@@ -22,7 +23,7 @@ import { Redis } from 'ioredis';
 import { decideBatch, type BatchInput, type ProjectionReader } from './batch.js';
 import type { ValidatorConfig } from './config.js';
 import { validatorMetrics } from './metrics.js';
-import { rebuildFrames } from './rebuild.js';
+import { rebuildFrames, restoreExpired } from './rebuild.js';
 
 // The validator service: a thin shell around decide.ts and batch.ts. It consumes compactions in its own
 // group, decides each against the L0 projection, and publishes the decisions to the markers topic.
@@ -53,12 +54,16 @@ export function create(config: ValidatorConfig, deps: ValidatorDeps = {}): Valid
   const redis =
     deps.redis ??
     logRedisOutages(new Redis(config.REDIS_URL, { enableAutoPipelining: true }), logger, 'validator');
-  const frames = new FrameStore(redis, { prefix: config.REDIS_PREFIX });
+  const frames = new FrameStore(redis, {
+    prefix: config.REDIS_PREFIX,
+    retentionMs: config.STATE_RETENTION_MS,
+  });
   const projection: ProjectionReader =
     deps.projection ?? new Projection(redis, { prefix: config.REDIS_PREFIX });
   const topics = topicNames(config.TOPIC_PREFIX);
 
   let bus: Bus | null = null;
+  let history: SessionHistory | null = null;
   let producer: EventProducer | null = null;
   let consumer: EventConsumer | null = null;
   let phase: ServicePhase = 'idle';
@@ -105,6 +110,8 @@ export function create(config: ValidatorConfig, deps: ValidatorDeps = {}): Valid
         }
       }
       const connected = bus;
+      const sessions = new SessionHistory(connected);
+      history = sessions;
       producer = await connected.producer();
       // Build the store before the first batch, so readiness means "can decide".
       if ((await frames.epoch()) === null) await rebuild();
@@ -138,6 +145,7 @@ export function create(config: ValidatorConfig, deps: ValidatorDeps = {}): Valid
               projection,
               publish: (decisions) => sender.send('markers', decisions),
               rebuild,
+              restoreExpired: (epoch, refs) => restoreExpired({ frames, history: sessions }, epoch, refs),
               metrics,
               logger,
               watermarkTimeoutMs: config.WATERMARK_TIMEOUT_MS,
@@ -167,6 +175,7 @@ export function create(config: ValidatorConfig, deps: ValidatorDeps = {}): Valid
         // Intake first (the current batch finishes and commits), then the producer, then connections.
         await consumer?.stop();
         await producer?.disconnect();
+        await history?.close();
         await bus?.disconnect();
         if (ownsRedis) await redis.quit().catch(() => undefined);
         phase = 'stopped';

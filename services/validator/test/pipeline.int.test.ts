@@ -138,6 +138,39 @@ describe('the validator over generated sessions', () => {
     expect(await validator.frames.epoch()).not.toBeNull();
   });
 
+  it('restores the frame of a session idle past STATE_RETENTION_MS from the markers topic when its next compaction arrives, deciding each compaction once, as the reference', async () => {
+    const h = await harness({ STATE_RETENTION_MS: '1500' });
+    const played = play([451, 452], 'narrative');
+    await applyAll(h, played);
+    const metrics = new Registry();
+    await h.startValidator({ metrics });
+    const halves = played.map(({ run }) => split(run.compactions));
+    await h.publish(halves.flatMap(([first]) => first));
+    const firstHalf = played.map(({ run }, i) => prefixDecisions(run, halves[i]![0].length));
+    await h.waitForMarkers(firstHalf.reduce((n, d) => n + d.length, 0));
+
+    // Idle past the retention: frames and decided records expire; only the sessions' seen marks stay.
+    const stateKeys = async () => [
+      ...(await h.redis.keys(`${h.prefix}frame:{*`)),
+      ...(await h.redis.keys(`${h.prefix}decided:{*`)),
+    ];
+    expect(await stateKeys()).toHaveLength(4);
+    const deadline = Date.now() + 15_000;
+    while ((await stateKeys()).length > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(await stateKeys()).toEqual([]);
+    expect(await h.redis.keys(`${h.prefix}frame-seen:{*`)).toHaveLength(2);
+
+    // Redelivered first halves (already decided) and the second halves: every compaction decided once.
+    await h.publish(played.flatMap(({ run }) => run.compactions));
+    await h.waitForMarkers(total(played));
+    await h.settled();
+    expectReference(h, played);
+    const restored = await metrics.getSingleMetric('tidemark_validator_restored_sessions_total')?.get();
+    expect(restored?.values[0]?.value).toBe(2);
+  });
+
   it('re-publishes the recorded bytes after a crash between record and publish, even when deciding again would differ', async () => {
     const h = await harness();
     const played = play([501], 'strict', 200);
