@@ -29,4 +29,10 @@ export {
 } from './publisher.js';
 export { restartGroupsFromEarliest } from './groups.js';
 export { L0Reader, turnDecoder, type L0Span } from './l0-reader.js';
-export { partitionOfKey, SessionHistory, type HistoryRange, type SessionEvents } from './session-history.js';
+export {
+  partitionOfKey,
+  SessionHistory,
+  type HistoryRange,
+  type HistorySource,
+  type SessionEvents,
+} from './session-history.js';

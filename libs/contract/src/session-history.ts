@@ -1,8 +1,8 @@
-import { Partitioners } from 'kafkajs';
-import type { Bus } from './bus.js';
+import { Partitioners, type Admin, type Kafka } from 'kafkajs';
 import { decodeRecord, type DecodedRecord } from './decode.js';
 import { L0Reader } from './l0-reader.js';
-import { sessionKey, type EventsByRole, type TopicRole } from './topics.js';
+import type { Registry } from './registry.js';
+import { sessionKey, type EventsByRole, type TopicNames, type TopicRole } from './topics.js';
 
 // One session's events of a topic, read back from the topic itself: what a service rebuilds a pruned
 // session's Redis state from (bounded state: the state of a session idle past the retention expires, and
@@ -26,16 +26,37 @@ export interface SessionEvents<E> {
   readonly records: readonly DecodedRecord<E>[];
 }
 
+/** Where the topics are and how their records decode (a Bus is one). */
+export interface HistorySource {
+  readonly kafka: Kafka;
+  readonly topics: TopicNames;
+  readonly registry: Registry;
+  readonly maxEventBytes: number;
+}
+
 const defaultPartitioner = Partitioners.DefaultPartitioner();
 
 export class SessionHistory {
-  readonly #bus: Bus;
+  readonly #source: HistorySource;
   readonly #reader: L0Reader;
+  #admin: Promise<Admin> | null = null;
 
-  constructor(bus: Bus) {
-    this.#bus = bus;
+  constructor(source: HistorySource) {
+    this.#source = source;
     // The reader's fetches are per topic; its decoder is not used here (records are decoded by role).
-    this.#reader = new L0Reader({ kafka: bus.kafka, decode: () => Promise.resolve(null) });
+    this.#reader = new L0Reader({ kafka: source.kafka, decode: () => Promise.resolve(null) });
+  }
+
+  #connectedAdmin(): Promise<Admin> {
+    this.#admin ??= (async () => {
+      const admin = this.#source.kafka.admin();
+      await admin.connect();
+      return admin;
+    })().catch((error: unknown) => {
+      this.#admin = null;
+      throw error;
+    });
+    return this.#admin;
   }
 
   /** The session's records of a role's topic, in offset order, up to `range.before` or the end. */
@@ -44,9 +65,9 @@ export class SessionHistory {
     ref: { readonly tenantId: string; readonly sessionId: string },
     range: HistoryRange = {},
   ): Promise<SessionEvents<EventsByRole[R]>> {
-    const topic = this.#bus.topics[role];
+    const topic = this.#source.topics[role];
     const key = sessionKey(ref.tenantId, ref.sessionId);
-    const admin = await this.#bus.admin();
+    const admin = await this.#connectedAdmin();
     const offsets = await admin.fetchTopicOffsets(topic);
     const partition = range.partition ?? partitionOfKey(key, offsets.length);
     const bounds = offsets.find((o) => o.partition === partition);
@@ -65,8 +86,8 @@ export class SessionHistory {
         const decoded = await decodeRecord(
           role,
           raw,
-          (id) => this.#bus.registry.writer(id),
-          this.#bus.maxEventBytes,
+          (id) => this.#source.registry.writer(id),
+          this.#source.maxEventBytes,
         );
         if (decoded.ok) records.push({ raw, value: decoded.value });
       }
@@ -75,6 +96,9 @@ export class SessionHistory {
   }
 
   async close(): Promise<void> {
+    const admin = this.#admin;
+    this.#admin = null;
+    await (await admin?.catch(() => null))?.disconnect();
     await this.#reader.close();
   }
 }

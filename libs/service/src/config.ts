@@ -59,6 +59,9 @@ export const commonConfig = {
   INSTANCE_ID: z.string().min(1).optional(),
 } as const;
 
+/** STATE_RETENTION_MS's default: a week. */
+export const defaultStateRetentionMs = 7 * 24 * 60 * 60 * 1000;
+
 /**
  * The retention of a session's derived state in Redis (the compactor's window, the validator's frame, the
  * resume plan and nodes), for the services that keep one: every write sets it again, so it is how long a
@@ -67,11 +70,7 @@ export const commonConfig = {
  * seen. 0 keeps state forever. Default: 7 days.
  */
 export const stateRetentionConfig = {
-  STATE_RETENTION_MS: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .default(7 * 24 * 60 * 60 * 1000),
+  STATE_RETENTION_MS: z.coerce.number().int().min(0).default(defaultStateRetentionMs),
 } as const;
 
 /**

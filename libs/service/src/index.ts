@@ -3,6 +3,7 @@
 export {
   commonConfig,
   ConfigError,
+  defaultStateRetentionMs,
   groupNamed,
   parseConfig,
   parsedVariable,

@@ -7,10 +7,14 @@
   ARGV[1]  compactionId
   ARGV[2]  the Compaction JSON
   ARGV[3]  its toSeq
+  ARGV[4]  the state retention in ms (0: kept forever): the nodes expire no sooner than that after this
+           write (a plan commit sets the same on them, so they never expire before their plan)
 
   Returns  the session's highest compacted seq after the write
 ]]
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+local retention = tonumber(ARGV[4])
+if retention > 0 then redis.call('PEXPIRE', KEYS[1], retention) end
 local highest = tonumber(redis.call('HGET', KEYS[1], '~compactedToSeq') or '0')
 local toSeq = tonumber(ARGV[3])
 if toSeq > highest then

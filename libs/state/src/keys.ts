@@ -8,7 +8,8 @@ import { sessionKey } from '@tidemark/core';
 //   store        lifecycle (epoch, lock)                 session keys
 //   projection   proj:epoch:5, proj:lock                 proj:{t/s}:<part>, proj:stalled (below)
 //   frames       frames:epoch:3, frames:lock             frame:{t/s}, decided:{t/s}, frame-seen:{t/s}
-//   plans        resume:epoch:3, resume:rebuild-lock     resume:{t/s}, resume-nodes:{t/s}, resume-ctx:{t/s}
+//   plans        resume:epoch:3, resume:rebuild-lock     resume:{t/s}, resume-nodes:{t/s}, resume-ctx:{t/s},
+//                                                        resume-seen:{t/s}
 //   windows      cmp:<ns>:epoch:4, cmp:<ns>:lock         cmp:<ns>:{t/s}:win, :turns, :nodes
 //
 // Epoch keys name the layout's version (`:3`): a store built by an older layout reads as absent and is
@@ -66,7 +67,9 @@ export const framesLayout = (prefix: string): StoreLayout => ({
 export const plansLayout = (prefix: string): StoreLayout => ({
   epochKey: `${prefix}resume:epoch:${layoutVersion}`,
   lockKey: `${prefix}resume:rebuild-lock`,
-  statePatterns: ['resume', 'resume-nodes', 'resume-ctx'].map((store) => sessionKeysPattern(prefix, store)),
+  statePatterns: ['resume', 'resume-nodes', 'resume-ctx', 'resume-seen'].map((store) =>
+    sessionKeysPattern(prefix, store),
+  ),
 });
 
 /** The compactor's windows of one namespace (generation and policy). */

@@ -19,12 +19,20 @@ import { StoreLifecycle } from './store-lifecycle.js';
 //                                  highest seq a stored node covers (lua/resume-put-node.lua)
 //   resume-ctx:{tenant/session}    hash: context key -> the first contextHash served for it (divergence
 //                                  check); expires a week after the session's last check
+//   resume-seen:{tenant/session}   string: the session had a plan (set when plans expire, see below)
+//
+// With a retention (STATE_RETENTION_MS), every plan commit sets the plan and the nodes to expire that long
+// after it (a stored node pushes the nodes' expiry on, never back): a session idle that long leaves only
+// its seen key, and loads and reads report it `expired`, to be rebuilt from the markers and compactions
+// topics before it is used.
 
 /** A session's worker state as loaded: absent sessions (or sessions of another epoch) read as null. */
 export interface LoadedPlanSession {
   /** The version to name in the commit (0 when absent). */
   readonly version: number;
   readonly state: string | null;
+  /** The session's plan expired (idle past the retention): rebuild it before applying more. */
+  readonly expired: boolean;
 }
 
 export type PlansLoaded =
@@ -55,22 +63,31 @@ export type PlanRead =
       readonly node: Compaction | null;
       /** The highest L0 seq a stored node of the session covers (0 before the first). */
       readonly compactedToSeq: number;
+      /** The plan expired (plan is null): rebuild it from the topics, then read again. */
+      readonly expired: boolean;
     }
   | { readonly ok: false; readonly reason: 'no_epoch' };
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    tidemarkResumeCommit(planKey: string, ...args: (string | number)[]): Result<number, Context>;
+    tidemarkResumeCommit(
+      planKey: string,
+      nodesKey: string,
+      seenKey: string,
+      ...args: (string | number)[]
+    ): Result<number, Context>;
     tidemarkResumeRead(
       planKey: string,
       nodesKey: string,
       epochKey: string,
-    ): Result<[string, string, string, string], Context>;
+      seenKey: string,
+    ): Result<[string, string, string, string, number], Context>;
     tidemarkResumePutNode(
       nodesKey: string,
       compactionId: string,
       json: string,
       toSeq: number,
+      retentionMs: number,
     ): Result<number, Context>;
   }
 }
@@ -83,14 +100,16 @@ const contextHashTtlSeconds = 7 * 24 * 3600;
 export class PlanStore {
   readonly #redis: Redis;
   readonly #prefix: string;
+  readonly #retentionMs: number;
   /** Epoch, rebuild lock and clear. */
   readonly lifecycle: StoreLifecycle;
 
-  constructor(redis: Redis, options: { prefix?: string } = {}) {
+  constructor(redis: Redis, options: { prefix?: string; retentionMs?: number } = {}) {
     this.#prefix = options.prefix ?? 'tidemark:';
+    this.#retentionMs = options.retentionMs ?? 0;
     this.lifecycle = new StoreLifecycle(redis, plansLayout(this.#prefix));
-    redis.defineCommand('tidemarkResumeCommit', { numberOfKeys: 1, lua: luaScript('resume-commit') });
-    redis.defineCommand('tidemarkResumeRead', { numberOfKeys: 3, lua: luaScript('resume-read') });
+    redis.defineCommand('tidemarkResumeCommit', { numberOfKeys: 3, lua: luaScript('resume-commit') });
+    redis.defineCommand('tidemarkResumeRead', { numberOfKeys: 4, lua: luaScript('resume-read') });
     redis.defineCommand('tidemarkResumePutNode', { numberOfKeys: 1, lua: luaScript('resume-put-node') });
     this.#redis = redis;
   }
@@ -103,6 +122,9 @@ export class PlanStore {
   }
   #contextKey(ref: SessionRef): string {
     return sessionStoreKey(this.#prefix, 'resume-ctx', ref);
+  }
+  #seenKey(ref: SessionRef): string {
+    return sessionStoreKey(this.#prefix, 'resume-seen', ref);
   }
   get #epochKey(): string {
     return this.lifecycle.layout.epochKey;
@@ -117,18 +139,23 @@ export class PlanStore {
   async load(sessions: readonly SessionRef[]): Promise<PlansLoaded> {
     const pipeline = this.#redis.pipeline();
     pipeline.get(this.#epochKey);
-    for (const ref of sessions) pipeline.hmget(this.#planKey(ref), 'v', 'e', 's');
+    for (const ref of sessions) {
+      pipeline.hmget(this.#planKey(ref), 'v', 'e', 's');
+      pipeline.exists(this.#seenKey(ref));
+    }
     const replies = await execAll(pipeline);
     const epoch = replies[0] as string | null;
     if (epoch === null) return { ok: false, reason: 'no_epoch' };
     const loaded = new Map<string, LoadedPlanSession>();
     sessions.forEach((ref, i) => {
-      const [v, e, s] = replies[i + 1] as (string | null)[];
+      const [v, e, s] = replies[2 * i + 1] as (string | null)[];
+      const seen = replies[2 * i + 2] === 1;
       const version = v === null || v === undefined ? 0 : Number(v);
       // A session of another epoch keeps its version for the write's guard, but none of its content.
       loaded.set(sessionKey(ref.tenantId, ref.sessionId), {
         version,
         state: e === epoch ? (s ?? null) : null,
+        expired: (v === null || v === undefined) && seen,
       });
     });
     return { ok: true, epoch, sessions: loaded };
@@ -141,11 +168,14 @@ export class PlanStore {
     for (const write of writes) {
       void pipeline.tidemarkResumeCommit(
         this.#planKey(write),
+        this.#nodesKey(write),
+        this.#seenKey(write),
         epoch,
         write.version,
         write.state,
         JSON.stringify(write.plan),
         planNodeId(write.plan) ?? '',
+        this.#retentionMs,
       );
     }
     const codes = (await execAll(pipeline)) as number[];
@@ -170,6 +200,7 @@ export class PlanStore {
         node.compactionId,
         JSON.stringify(node),
         node.span.toSeq,
+        this.#retentionMs,
       );
     }
     await execAll(pipeline);
@@ -177,10 +208,11 @@ export class PlanStore {
 
   /** The session's plan and the node it starts from, in one round trip. */
   async read(ref: SessionRef): Promise<PlanRead> {
-    const [epoch, plan, node, compacted] = await this.#redis.tidemarkResumeRead(
+    const [epoch, plan, node, compacted, expired] = await this.#redis.tidemarkResumeRead(
       this.#planKey(ref),
       this.#nodesKey(ref),
       this.#epochKey,
+      this.#seenKey(ref),
     );
     if (epoch === '') return { ok: false, reason: 'no_epoch' };
     return {
@@ -188,6 +220,7 @@ export class PlanStore {
       plan: plan === '' ? null : (JSON.parse(plan) as ResumePlan),
       node: node === '' ? null : (JSON.parse(node) as Compaction),
       compactedToSeq: compacted === '' ? 0 : Number(compacted),
+      expired: expired === 1,
     };
   }
 

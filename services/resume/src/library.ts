@@ -4,15 +4,18 @@ import {
   defaultMaxEventBytes,
   L0Reader,
   Registry as SchemaRegistryClient,
+  SessionHistory,
   topicNames,
   turnDecoder,
 } from '@tidemark/contract';
+import { defaultStateRetentionMs } from '@tidemark/service';
 import { PlanStore, Projection } from '@tidemark/state';
 import type { Redis } from 'ioredis';
 import type { Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { createResumeClientFrom, type ResumeClient } from './client.js';
+import { ExpiredPlans } from './expired.js';
 import { resumeMetrics } from './metrics.js';
 
 // The in-process library: what an agent runtime that embeds Tidemark calls on restart, and exactly what
@@ -38,6 +41,11 @@ export type ResumeClientOptions = {
   readonly policyFor?: (ref: { readonly tenantId: string; readonly sessionId: string }) => Policy;
   /** How long a due compaction may stay undecided before a session is reported stale (default 30 s). */
   readonly staleAfterMs?: number;
+  /**
+   * The deployment's STATE_RETENTION_MS (default a week): a session whose plan expired is rebuilt from
+   * the topics when read, and stored again for this long.
+   */
+  readonly stateRetentionMs?: number;
 } & (
   | { readonly bus: Bus }
   | {
@@ -55,30 +63,30 @@ export interface ResumeLibraryClient extends ResumeClient {
 
 export function createResumeClient(options: ResumeClientOptions): ResumeLibraryClient {
   const prefix = options.redisPrefix ?? 'tidemark:';
-  const { kafka, registry, turnsTopic, maxEventBytes } =
+  const { kafka, registry, topics, maxEventBytes } =
     'bus' in options
-      ? {
-          kafka: options.bus.kafka,
-          registry: options.bus.registry,
-          turnsTopic: options.bus.topics.turns,
-          maxEventBytes: options.bus.maxEventBytes,
-        }
+      ? options.bus
       : {
           kafka: options.kafka,
           registry: new SchemaRegistryClient(options.registryUrl),
-          turnsTopic: topicNames(options.topicPrefix ?? '').turns,
+          topics: topicNames(options.topicPrefix ?? ''),
           maxEventBytes: defaultMaxEventBytes,
         };
+  const history = new SessionHistory({ kafka, registry, topics, maxEventBytes });
+  const plans = new PlanStore(options.redis, {
+    prefix,
+    retentionMs: options.stateRetentionMs ?? defaultStateRetentionMs,
+  });
   const reader = new L0Reader({
     kafka,
     decode: turnDecoder(registry, maxEventBytes),
     ...(options.fetchBytes === undefined ? {} : { fetchBytes: options.fetchBytes }),
   });
   const client = createResumeClientFrom({
-    plans: new PlanStore(options.redis, { prefix }),
+    plans: new ExpiredPlans(plans, history).reader(),
     log: new Projection(options.redis, { prefix }),
     turns: reader,
-    turnsTopic,
+    turnsTopic: topics.turns,
     ...(options.metrics === undefined ? {} : { metrics: resumeMetrics(options.metrics) }),
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.divergenceChecks === undefined ? {} : { divergenceChecks: options.divergenceChecks }),
@@ -89,9 +97,9 @@ export function createResumeClient(options: ResumeClientOptions): ResumeLibraryC
   return {
     resume: (tenantId, sessionId) => client.resume(tenantId, sessionId),
     status: (tenantId, sessionId) => client.status(tenantId, sessionId),
-    close: () => {
+    close: async () => {
       client.release();
-      return reader.close();
+      await Promise.all([reader.close(), history.close()]);
     },
   };
 }

@@ -9,6 +9,7 @@ export interface ResumeMetrics {
   readonly decisions: Counter<'type'>;
   readonly nodes: Counter;
   readonly conflicts: Counter<'reason'>;
+  readonly restored: Counter;
   readonly contextCache: Counter<'result'>;
   readonly staleSessions: Gauge;
   /** What staleSessions sums at scrape time: each client's count of sessions it last found stale. */
@@ -62,6 +63,11 @@ export function resumeMetrics(registry: Registry): ResumeMetrics {
     nodes: new Counter({
       name: 'tidemark_resume_nodes_stored_total',
       help: 'Compaction nodes stored for resumes.',
+      registers,
+    }),
+    restored: new Counter({
+      name: 'tidemark_resume_restored_sessions_total',
+      help: 'Sessions whose plans had expired (idle past STATE_RETENTION_MS), rebuilt from the markers and compactions topics when a decision arrived.',
       registers,
     }),
     conflicts: new Counter({

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Bus, provisionTopics, topicNames } from '@tidemark/contract';
+import { Bus, provisionTopics, SessionHistory, topicNames } from '@tidemark/contract';
 import {
   connectionChecks,
   hostedBy,
@@ -19,6 +19,7 @@ import { policiesOf, type ResumeConfig } from './config.js';
 import { registerResumeRoutes } from './http.js';
 import { createResumeClient, type ResumeLibraryClient } from './library.js';
 import { resumeMetrics } from './metrics.js';
+import { ExpiredPlans } from './expired.js';
 import { rebuildPlanStore } from './store-rebuild.js';
 import { ResumeWorker } from './worker.js';
 
@@ -58,6 +59,7 @@ export function create(config: ResumeConfig, deps: ResumeDeps = {}): ResumeServi
   let client: ResumeLibraryClient | null = null;
   let worker: ResumeWorker | null = null;
   let plans: PlanStore | null = null;
+  let history: SessionHistory | null = null;
   let watcher: NodeJS.Timeout | null = null;
   let phase: ServicePhase = 'idle';
   const stopped = (): boolean => phase === 'draining' || phase === 'stopped';
@@ -83,7 +85,11 @@ export function create(config: ResumeConfig, deps: ResumeDeps = {}): ResumeServi
 
   const startWorker = async (): Promise<void> => {
     if (bus === null || plans === null || stopped()) return;
+    history ??= new SessionHistory(bus);
+    const expired = new ExpiredPlans(plans, history);
     worker = new ResumeWorker({
+      restoreExpired: (epoch, ref) => expired.restore(epoch, ref),
+      stateRetentionMs: config.STATE_RETENTION_MS,
       bus,
       plans,
       groupId: config.RESUME_GROUP_ID,
@@ -157,7 +163,7 @@ export function create(config: ResumeConfig, deps: ResumeDeps = {}): ResumeServi
       logger,
       'resume',
     );
-    plans = new PlanStore(redis, { prefix: config.REDIS_PREFIX });
+    plans = new PlanStore(redis, { prefix: config.REDIS_PREFIX, retentionMs: config.STATE_RETENTION_MS });
     client = createResumeClient({
       redis,
       bus,
@@ -169,6 +175,7 @@ export function create(config: ResumeConfig, deps: ResumeDeps = {}): ResumeServi
       contextCacheBytes: config.RESUME_CONTEXT_CACHE_BYTES,
       policyFor,
       staleAfterMs: config.STALE_AFTER_MS,
+      stateRetentionMs: config.STATE_RETENTION_MS,
     });
   };
 
@@ -212,6 +219,7 @@ export function create(config: ResumeConfig, deps: ResumeDeps = {}): ResumeServi
       await rebuilds.stop();
       await worker?.stop();
       await client?.close();
+      await history?.close();
       await bus?.disconnect();
       redis?.disconnect();
       worker = null;

@@ -1,6 +1,12 @@
 import type { Compaction, MarkerDecision } from '@tidemark/core';
 import type { Bus, DecodedRecord, EventConsumer } from '@tidemark/contract';
-import { sessionKeyOf, type membershipOption, type PlanStore, type PlanWrite } from '@tidemark/state';
+import {
+  sessionKeyOf,
+  type membershipOption,
+  type PlanStore,
+  type PlanWrite,
+  type SessionRef,
+} from '@tidemark/state';
 import { isRedisOutageError } from '@tidemark/service';
 import type { Logger } from 'pino';
 import type { ResumeMetrics } from './metrics.js';
@@ -30,12 +36,18 @@ export interface ResumeWorkerOptions {
   readonly sessionTimeoutMs?: number;
   /** The membership option of a group's consumer (a stable INSTANCE_ID's; see ConsumeOptions). */
   readonly membershipOf?: (groupId: string) => ReturnType<typeof membershipOption>;
+  /** Rebuilds a session whose plan expired (idle past the retention); absent: plans never expire. */
+  readonly restoreExpired?: (epoch: string, ref: SessionRef) => Promise<void>;
+  /** The store's retention (0: none): a session cached longer than this may have expired, and is reloaded. */
+  readonly stateRetentionMs?: number;
 }
 
 interface Cached {
   readonly epoch: string;
   readonly version: number;
   readonly state: SessionPlanState;
+  /** When it was loaded or written (ms). */
+  readonly at: number;
 }
 
 export class ResumeWorker {
@@ -130,11 +142,21 @@ export class ResumeWorker {
     if (bySession.size === 0) return;
 
     // Load the sessions not in memory (one round trip; none when every session is cached).
-    const missing = [...bySession.entries()].filter(([key]) => !this.#cache.has(key)).map(([, s]) => s);
+    const missing = [...bySession.entries()].filter(([key]) => !this.#cached(key)).map(([, s]) => s);
     let epoch = this.#cache.get(bySession.keys().next().value!)?.epoch ?? null;
     if (missing.length > 0) {
-      const loaded = await plans.load(missing);
+      let loaded = await plans.load(missing);
       if (!loaded.ok) return this.#storeLost();
+      const expired = missing.filter((ref) => loaded.ok && loaded.sessions.get(sessionKeyOf(ref))!.expired);
+      if (expired.length > 0) {
+        // Rebuilt from the topics first (the batch's own decisions among them), then loaded as any other.
+        const { restoreExpired } = this.#options;
+        if (restoreExpired === undefined) throw new Error('expired plans and no way to restore them');
+        await Promise.all(expired.map((ref) => restoreExpired(loaded.ok ? loaded.epoch : '', ref)));
+        metrics.restored.inc(expired.length);
+        loaded = await plans.load(missing);
+        if (!loaded.ok) return this.#storeLost();
+      }
       epoch = loaded.epoch;
       for (const ref of missing) {
         const stored = loaded.sessions.get(sessionKeyOf(ref))!;
@@ -142,7 +164,12 @@ export class ResumeWorker {
           stored.state === null
             ? emptySessionState(ref.tenantId, ref.sessionId)
             : (JSON.parse(stored.state) as SessionPlanState);
-        this.#remember(sessionKeyOf(ref), { epoch: loaded.epoch, version: stored.version, state });
+        this.#remember(sessionKeyOf(ref), {
+          epoch: loaded.epoch,
+          version: stored.version,
+          state,
+          at: Date.now(),
+        });
       }
     }
 
@@ -160,7 +187,7 @@ export class ResumeWorker {
         state: JSON.stringify(state),
         plan: storedPlanOf({ ...state, plan: state.plan }),
       });
-      next.set(key, { epoch: cached.epoch, version: cached.version + 1, state });
+      next.set(key, { epoch: cached.epoch, version: cached.version + 1, state, at: Date.now() });
     }
     if (writes.length === 0) return;
     const committed = await plans.commit(epoch ?? '', writes);
@@ -176,6 +203,14 @@ export class ResumeWorker {
       throw new Error('plan write conflict: batch will be redelivered');
     }
     for (const [key, cached] of next) this.#remember(key, cached);
+  }
+
+  /** Whether a session is cached, and recently enough that its plan cannot have expired in the store. */
+  #cached(key: string): boolean {
+    const cached = this.#cache.get(key);
+    if (cached === undefined) return false;
+    const retention = this.#options.stateRetentionMs ?? 0;
+    return retention === 0 || Date.now() - cached.at < retention * 0.9;
   }
 
   #remember(key: string, cached: Cached): void {

@@ -17,7 +17,7 @@ describe('the PlanStore (real Redis)', () => {
     expect(await store.lifecycle.establishEpoch('e2')).toBe('e1');
     const loaded = await store.load([ref]);
     if (!loaded.ok) throw new Error('no epoch');
-    expect(loaded.sessions.get('t/s')).toEqual({ version: 0, state: null });
+    expect(loaded.sessions.get('t/s')).toEqual({ version: 0, state: null, expired: false });
 
     const write = { ...ref, version: 0, state: '{"n":1}', plan };
     expect(await store.commit(epoch, [write])).toEqual({ ok: true });
@@ -29,19 +29,56 @@ describe('the PlanStore (real Redis)', () => {
       sessions: [ref],
     });
     const reloaded = await store.load([ref]);
-    expect(reloaded.ok && reloaded.sessions.get('t/s')).toEqual({ version: 1, state: '{"n":1}' });
+    expect(reloaded.ok && reloaded.sessions.get('t/s')).toEqual({
+      version: 1,
+      state: '{"n":1}',
+      expired: false,
+    });
+  });
+
+  it("expires an idle session's plan and nodes together after the retention, and reports it expired until a plan is stored again", async () => {
+    const { redis, prefix } = redisClient();
+    const store = new PlanStore(redis, { prefix, retentionMs: 400 });
+    const epoch = await store.lifecycle.establishEpoch('e1');
+    await store.putNodes(run.compactions);
+    expect(await store.commit(epoch, [{ ...ref, version: 0, state: '{}', plan }])).toEqual({ ok: true });
+    expect(await store.read(ref)).toMatchObject({ ok: true, plan, expired: false });
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(await store.read(ref)).toEqual({
+      ok: true,
+      plan: null,
+      node: null,
+      compactedToSeq: 0,
+      expired: true,
+    });
+    const loaded = await store.load([ref]);
+    expect(loaded.ok && loaded.sessions.get('t/s')).toEqual({ version: 0, state: null, expired: true });
+    // A worker that loaded the plan before it expired cannot write over its absence.
+    expect(await store.commit(epoch, [{ ...ref, version: 1, state: '{}', plan }])).toMatchObject({
+      ok: false,
+      reason: 'conflict',
+    });
+    await store.putNodes(run.compactions);
+    expect(await store.commit(epoch, [{ ...ref, version: 0, state: '{}', plan }])).toEqual({ ok: true });
+    expect(await store.read(ref)).toMatchObject({ ok: true, plan, expired: false });
   });
 
   it('reads the plan and the node it starts from in one call, and nothing once the epoch is gone', async () => {
     const { redis, prefix } = redisClient();
     const store = new PlanStore(redis, { prefix });
     const epoch = await store.lifecycle.establishEpoch('e1');
-    expect(await store.read(ref)).toEqual({ ok: true, plan: null, node: null, compactedToSeq: 0 });
+    expect(await store.read(ref)).toEqual({
+      ok: true,
+      plan: null,
+      node: null,
+      compactedToSeq: 0,
+      expired: false,
+    });
     await store.commit(epoch, [{ ...ref, version: 0, state: '{}', plan }]);
     expect(plan.mode).toBe('digest');
     const nodeId = plan.mode === 'digest' ? plan.marker.compactionId : '';
     // The plan before its node: the node reads as absent (the API answers node_pending).
-    expect(await store.read(ref)).toEqual({ ok: true, plan, node: null, compactedToSeq: 0 });
+    expect(await store.read(ref)).toEqual({ ok: true, plan, node: null, compactedToSeq: 0, expired: false });
     await store.putNodes(run.compactions);
     const read = await store.read(ref);
     expect(read.ok && read.node?.compactionId).toBe(nodeId);

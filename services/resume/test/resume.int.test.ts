@@ -193,6 +193,49 @@ describe('the resume service against the real stack', () => {
     await vi.waitFor(() => expect(second.service.state).toBe('ready'), { timeout: 30_000 });
   });
 
+  it('lets the plans of sessions idle past STATE_RETENTION_MS expire, and rebuilds them from the topics on the next resume or decision', async () => {
+    const world = await createWorld();
+    const policy = definePolicy({ l1EveryTurns: 10, digestFanIn: 4 });
+    const read = generateSession(34, { tenantId, sessionId: 'idle-read', turns: 27 });
+    const decided = generateSession(35, { tenantId, sessionId: 'idle-decided', turns: 27 });
+    const a = await sessionInWorld(world, read, policy);
+    const b = await sessionInWorld(world, decided, policy);
+    await world.publishCompactions([...a.run.compactions, ...b.run.compactions]);
+    const half = Math.floor(b.run.decisions.length / 2);
+    await world.publishDecisions([...a.run.decisions, ...b.run.decisions.slice(0, half)]);
+    const { url, host } = await world.startService({
+      config: { RESUME_CONTEXT_CACHE_BYTES: 0, STATE_RETENTION_MS: 1500 },
+    });
+    const expectedA = expectedContext(a.run, read, a.positions.get(1)!.partition);
+    await waitForResume(url, tenantId, 'idle-read', (body) => body.contextHash === expectedA.contextHash);
+    await vi.waitFor(async () => expect((await getResume(url, tenantId, 'idle-decided')).status).toBe(200), {
+      timeout: 30_000,
+    });
+
+    // Idle past the retention: plans and nodes expire; the sessions' seen marks stay.
+    const stateKeys = async () => [
+      ...(await world.redis.keys(`${world.prefix}resume:{*`)),
+      ...(await world.redis.keys(`${world.prefix}resume-nodes:{*`)),
+    ];
+    expect(await stateKeys()).toHaveLength(4);
+    await vi.waitFor(async () => expect(await stateKeys()).toEqual([]), { timeout: 15_000, interval: 100 });
+    expect(await world.redis.keys(`${world.prefix}resume-seen:{*`)).toHaveLength(2);
+
+    // A resume rebuilds the plan on the spot: the same context, at the first ask.
+    const again = await getResume(url, tenantId, 'idle-read');
+    expect(again.status).toBe(200);
+    expect(again.body.contextHash).toBe(expectedA.contextHash);
+    // A decision for an expired session: the worker rebuilds the plan, then applies it.
+    await world.publishDecisions(b.run.decisions.slice(half));
+    const expectedB = expectedContext(b.run, decided, b.positions.get(1)!.partition);
+    await waitForResume(url, tenantId, 'idle-decided', (body) => body.contextHash === expectedB.contextHash);
+    // Counted once the batch that found it expired is through (the resume may see the plan before).
+    const restored = async () =>
+      (await host.metrics.getSingleMetric('tidemark_resume_restored_sessions_total')?.get())?.values[0]
+        ?.value;
+    await vi.waitFor(async () => expect(await restored()).toBe(1), { timeout: 10_000 });
+  });
+
   it('answers 401, 403, 404 and 409 with a code and never another tenant’s session id; a valid token reads', async () => {
     const world = await createWorld();
     const policy = definePolicy({ l1EveryTurns: 10 });
