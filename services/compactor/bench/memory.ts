@@ -2,7 +2,10 @@
 // (none reaches the 40-turn L1 of the default policy, so every window stays open), against a baseline
 // measured in the same process, with the compactor started, before any turn is read.
 //
-//   node --expose-gc --import tsx services/compactor/bench/memory.ts [sessions] [turns]
+//   [STATE_RETENTION_MS=ms] node --expose-gc --import tsx services/compactor/bench/memory.ts [sessions] [turns]
+//
+// With STATE_RETENTION_MS set, it also waits out the retention once every turn is read, and reports
+// Redis's memory once the idle sessions' windows have expired (bounded state).
 //
 // Needs the local stack (pnpm infra:up). Uses topics and Redis keys of its own, removed at the end.
 import { spawn } from 'node:child_process';
@@ -19,7 +22,8 @@ const producing = process.argv[2] === 'produce';
 const args = producing ? process.argv.slice(3) : process.argv.slice(2);
 const sessions = Number(args[0] ?? 10_000);
 const turnsPerSession = Number(args[1] ?? 30);
-const command = `node --expose-gc --import tsx services/compactor/bench/memory.ts ${sessions} ${turnsPerSession}`;
+const retentionSet = (process.env.STATE_RETENTION_MS ?? '') !== '';
+const command = `${retentionSet ? `STATE_RETENTION_MS=${process.env.STATE_RETENTION_MS} ` : ''}node --expose-gc --import tsx services/compactor/bench/memory.ts ${sessions} ${turnsPerSession}`;
 // The load is produced by a child process (this file in produce mode), so that the measuring process
 // never holds the turns itself: its RSS is the compactor's.
 const run = producing ? args[2]! : randomUUID().slice(0, 8);
@@ -128,6 +132,12 @@ async function measure(): Promise<void> {
     const windows =
       (await registry.getSingleMetric('tidemark_compactor_windows')?.get())?.values[0]?.value ?? 0;
     const redisAfter = await redisUsed(redis);
+    let redisExpired: number | null = null;
+    if (retentionSet && config.STATE_RETENTION_MS > 0) {
+      // Every session is idle now: its keys expire a retention after its last batch.
+      await new Promise((resolve) => setTimeout(resolve, config.STATE_RETENTION_MS + 2_000));
+      redisExpired = await redisUsed(redis);
+    }
     await compactor.stop();
 
     console.log(
@@ -158,6 +168,11 @@ async function measure(): Promise<void> {
       `  the open windows' turns as JSON (what in-process windows would hold): ${mib(heldBytes)} MiB`,
     );
     console.log(`  Redis used_memory growth (the windows live there): ${mib(redisAfter - redisBefore)} MiB`);
+    if (redisExpired !== null) {
+      console.log(
+        `  Redis used_memory growth once every session was idle past STATE_RETENTION_MS: ${mib(redisExpired - redisBefore)} MiB`,
+      );
+    }
     console.log(`  command: ${command}`);
   } finally {
     // Remove what the run made: its Redis keys and its topics.
