@@ -31,6 +31,7 @@ local retention = tonumber(ARGV[6])
 if retention > 0 then
   redis.call('PEXPIRE', KEYS[1], retention)
   redis.call('PEXPIRE', KEYS[2], retention)
-  redis.call('SET', KEYS[3], '1')
+  -- Once per session (and again after it expired): the mark itself never expires.
+  if version == 0 then redis.call('SET', KEYS[3], '1') end
 end
 return 1

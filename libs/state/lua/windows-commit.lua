@@ -45,11 +45,16 @@ at = at + compacted + 1
 local nodes = tonumber(ARGV[at])
 each('HSET', KEYS[3], at + 1, at + nodes * 2)
 at = at + nodes * 2 + 1
-redis.call('SET', KEYS[1], ARGV[2])
-each('HDEL', KEYS[2], compactedFrom, compactedFrom + compacted - 1)
-each('HDEL', KEYS[3], at, #ARGV)
 local retention = tonumber(ARGV[3])
 if retention > 0 then
-  for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], retention) end
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', retention)
+else
+  redis.call('SET', KEYS[1], ARGV[2])
+end
+each('HDEL', KEYS[2], compactedFrom, compactedFrom + compacted - 1)
+each('HDEL', KEYS[3], at, #ARGV)
+if retention > 0 then
+  redis.call('PEXPIRE', KEYS[2], retention)
+  redis.call('PEXPIRE', KEYS[3], retention)
 end
 return 1
