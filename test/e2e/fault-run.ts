@@ -11,12 +11,12 @@ import {
 import { ContractError, createPublisher, sessionKey, type Publisher } from '@tidemark/contract';
 import { createResumeClient } from '@tidemark/resume';
 import { generateWorkload } from '@tidemark/scenarios';
-import { createLogger } from '@tidemark/service';
 import { Projection } from '@tidemark/state';
 import { uniqueName } from '@tidemark/test-infra';
 import { Redis } from 'ioredis';
 import { expect, onTestFinished } from 'vitest';
 import { RawTap } from './chaos-harness.js';
+import { openRunLog } from './run-log.js';
 import {
   differences,
   expectationsOf,
@@ -94,7 +94,7 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
       REDIS_URL: options.redisUrl,
       TOPIC_PREFIX: `${run}.`,
       REDIS_PREFIX: `${run}:`,
-      LOG_LEVEL: 'warn',
+      LOG_LEVEL: 'info',
       L1_EVERY_TURNS: String(basePolicy.l1EveryTurns),
       DIGEST_FAN_IN: String(basePolicy.digestFanIn),
       MAX_REPAIRS: '1',
@@ -102,7 +102,8 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
     },
     [],
   );
-  const logger = createLogger(options.name, (process.env.TIDEMARK_TEST_LOG_LEVEL ?? 'error') as 'error');
+  // The services log at info to a file of the run's own (run-log.ts), so a failed run can be read after.
+  const { logger, path: logPath } = openRunLog(run, options.name);
   const pipeline = await startPipeline({ env, logger, port: 0 });
   let journal: Journal | null = null;
   let tap: RawTap | null = null;
@@ -112,7 +113,7 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
     await pipeline.stop();
     await journal?.close();
     await tap?.close();
-    await dropDeployment(env);
+    await dropDeployment(env, logger);
   });
   await waitUntilReady(pipeline.host);
   const keys = workload.map((turns) => turns[0]!.sessionId);
@@ -134,7 +135,9 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
   const decisions = () =>
     keys.reduce((sum, sessionId) => sum + j.session(tenantId, sessionId).decisions.length, 0);
   const rejections = { count: 0 };
-  console.log(`${elapsed()} pipeline ready; ${options.sessions} sessions × ${options.turnsPerSession} turns`);
+  console.log(
+    `${elapsed()} pipeline ready; ${options.sessions} sessions × ${options.turnsPerSession} turns; log ${logPath}`,
+  );
   return {
     run,
     env,

@@ -7,9 +7,10 @@ import { sleep } from './reference-check.js';
 // The network between the services and their dependencies, faulted: the four services in one process
 // reach a broker and a Redis of the test's own only through TCP fault proxies on loopback (the broker
 // advertises its proxy, so metadata leads clients back through it), while turns are published at a
-// steady rate. Added latency both ways, every connection dropped (reset) twice, then a partition
-// (connections open, nothing through) of both at once. Once quiet, every session must hold exactly what
-// the core reference computes (fault-run.ts). `pnpm chaos` holds the partition longer.
+// steady rate. Added latency both ways, every connection dropped (reset) twice, the first time in the
+// middle of a response, then a partition (connections open, nothing through) of both at once. Once
+// quiet, every session must hold exactly what the core reference computes (fault-run.ts). `pnpm chaos`
+// holds the partition longer.
 
 const partitionMs = Number(process.env.TIDEMARK_PARTITION_MS ?? 30_000);
 const latencyMs = 150;
@@ -62,10 +63,14 @@ describe('network faults between the services and Kafka and Redis', () => {
       };
       const drops = async (): Promise<void> => {
         const at = elapsed();
-        for (const proxy of proxies) proxy.drop();
+        // The first time in the middle of a response (a Fetch, a Redis reply): a client must not be left
+        // reading the new connection's bytes after the cut ones.
+        for (const proxy of proxies) proxy.cut();
         await sleep(1_000);
         for (const proxy of proxies) proxy.drop();
-        recoveries.push(await faultRun.recovery(`every connection dropped at ${at} and 1 s later`));
+        recoveries.push(
+          await faultRun.recovery(`every connection dropped at ${at} (mid-response) and 1 s later`),
+        );
       };
       const partition = async (): Promise<void> => {
         for (const proxy of proxies) proxy.freeze();

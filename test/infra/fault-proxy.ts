@@ -13,6 +13,12 @@ export interface FaultProxy {
   delay(ms: number): void;
   /** Resets every open connection; new ones are forwarded as before. */
   drop(): void;
+  /**
+   * Resets every open connection in the middle of a response: of the next bytes the target sends on any
+   * of them, only the first few are forwarded before the reset (a link failing mid-transfer). If the
+   * target sends nothing within a second, resets them then.
+   */
+  cut(): void;
   /** Forwards nothing, either way, until `restore` (open connections kept, new ones held). */
   freeze(): void;
   /** Ends a freeze: held bytes and connections go on. */
@@ -33,11 +39,21 @@ export async function startFaultProxy(
   const pairs = new Set<Pair>();
   let delayMs = 0;
   let frozen = false;
+  /** Set by `cut` until the cut happens (or its fallback drop). */
+  let cutting: NodeJS.Timeout | null = null;
 
   /** Copies `from` to `to`, delayed as set when each chunk arrives, in order. */
-  const relay = (from: Socket, to: Socket): void => {
+  const relay = (from: Socket, to: Socket, fromTarget: boolean): void => {
     let last = 0;
     from.on('data', (chunk: Buffer) => {
+      if (fromTarget && cutting !== null && chunk.length > 1) {
+        clearTimeout(cutting);
+        cutting = null;
+        to.write(chunk.subarray(0, Math.min(10, chunk.length - 1)));
+        // A moment for those bytes to reach the client: a reset discards what it has not read yet.
+        setTimeout(drop, 50);
+        return;
+      }
       if (delayMs === 0 && last <= Date.now()) {
         to.write(chunk);
         return;
@@ -57,8 +73,8 @@ export async function startFaultProxy(
       pairs.delete(pair);
     };
     for (const socket of [client, upstream]) socket.on('error', end).on('close', end);
-    relay(client, upstream);
-    relay(upstream, client);
+    relay(client, upstream, false);
+    relay(upstream, client, true);
     if (frozen) {
       client.pause();
       upstream.pause();
@@ -84,6 +100,13 @@ export async function startFaultProxy(
       delayMs = ms;
     },
     drop,
+    cut() {
+      if (cutting !== null) return;
+      cutting = setTimeout(() => {
+        cutting = null;
+        drop();
+      }, 1_000);
+    },
     freeze() {
       frozen = true;
       for (const { client, upstream } of pairs) {

@@ -1,7 +1,7 @@
 import { Kafka, Partitioners, type Admin } from 'kafkajs';
 import type { Logger } from 'pino';
 import { BusConsumer, type ConsumeOptions, type EventConsumer } from './consumer.js';
-import { internalCluster, type InternalCluster } from './kafka-internals.js';
+import { clearReceiveBufferOnConnect, internalCluster, type InternalCluster } from './kafka-internals.js';
 import { kafkaLogLevel } from './logging.js';
 import { BrokerReachability, outageAwareLogCreator } from './outages.js';
 import { BusProducer, defaultMaxEventBytes, type EventProducer } from './producer.js';
@@ -74,6 +74,8 @@ export class Bus {
     if (options.service.length === 0) throw new RangeError('BusOptions.service must name the service');
     const brokers = options.logger === undefined ? null : new BrokerReachability(options.logger);
     const reportedMessages = new Set<string>();
+    // A link reset mid-response must not leave a connection that never answers again (kafka-internals.ts).
+    clearReceiveBufferOnConnect();
     const kafka = new Kafka({
       clientId: options.clientId,
       brokers: options.brokers,

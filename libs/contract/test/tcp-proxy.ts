@@ -16,6 +16,12 @@ export interface KafkaProxy {
   refuse(): Promise<void>;
   /** Keeps connections open but forwards nothing, either way (new ones are accepted and held). */
   freeze(): void;
+  /**
+   * A link that fails in the middle of a response: the next bytes the broker sends on any connection are
+   * forwarded only in part (the first few), then every connection is reset; new ones are forwarded as
+   * before. Resolves once it happened.
+   */
+  cutMidResponse(): Promise<void>;
   /** Forwards again (listening again after `refuse`). */
   restore(): Promise<void>;
   close(): Promise<void>;
@@ -118,6 +124,31 @@ export async function startKafkaProxy(waitForPortMs = 60_000): Promise<KafkaProx
       }
       pairs.clear();
       return Promise.resolve();
+    },
+    cutMidResponse() {
+      return new Promise<void>((resolve) => {
+        let cut = false;
+        for (const pair of pairs) {
+          const { client, upstream } = pair;
+          if (upstream === null) continue;
+          upstream.unpipe(client);
+          upstream.once('data', (chunk: Buffer) => {
+            if (cut) return;
+            cut = true;
+            client.write(chunk.subarray(0, Math.min(10, chunk.length - 1)));
+            // A moment for those bytes to reach the client: a reset discards what it has not read yet.
+            setTimeout(() => {
+              for (const p of pairs) {
+                p.client.resetAndDestroy();
+                p.upstream?.destroy();
+              }
+              pairs.clear();
+              resolve();
+            }, 50);
+          });
+          upstream.resume();
+        }
+      });
     },
     freeze() {
       frozen = true;
