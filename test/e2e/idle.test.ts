@@ -1,9 +1,9 @@
-import { connectTidemark, type TidemarkClient } from '@tidemark/client';
+import type { TidemarkClient } from '@tidemark/client';
 import { generateSession } from '@tidemark/core';
 import { hashToken } from '@tidemark/resume';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { e2ePipeline } from './pipeline.js';
+import { connectClient, e2ePipeline, resumeText } from './pipeline.js';
 
 // Bounded state, end to end: a session idle past STATE_RETENTION_MS loses its compactor window, its
 // validator frame and its resume plan (the projection stays), and when it comes back every service
@@ -22,14 +22,7 @@ beforeAll(async () => {
     STATE_RETENTION_MS: '2000',
     RESUME_TOKENS: `${tenantId}:${hashToken(token)}`,
   });
-  client = await connectTidemark({
-    brokers: e2e.env.KAFKA_BROKERS!.split(','),
-    registryUrl: e2e.env.SCHEMA_REGISTRY_URL!,
-    topicPrefix: e2e.env.TOPIC_PREFIX ?? '',
-    resumeUrl: e2e.pipeline.url,
-    token,
-    tenantId,
-  });
+  client = await connectClient(e2e, tenantId, token);
   redis = new Redis(e2e.env.REDIS_URL!);
 }, 120_000);
 afterAll(async () => {
@@ -69,10 +62,6 @@ describe('a session idle past the state retention', () => {
     const unpaused = await client.resume('unpaused');
     expect(resumed).toMatchObject({ mode: unpaused.mode, stalled: null, broken: null });
     expect(resumed.nodeId === null).toBe(unpaused.nodeId === null);
-    const text = (answer: typeof resumed) =>
-      JSON.stringify(answer.messages)
-        .replaceAll('unpaused', sessionId)
-        .replace(/[0-9a-f]{16,}/g, 'id');
-    expect(text(resumed)).toBe(text(unpaused));
+    expect(resumeText(resumed, 'unpaused', sessionId)).toBe(resumeText(unpaused, 'unpaused', sessionId));
   });
 });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { connectTidemark, type TidemarkClient } from '@tidemark/client';
 import {
   demoEnv,
   dropDeployment,
@@ -39,4 +40,34 @@ export async function e2ePipeline(
     await dropDeployment(env);
   };
   return { pipeline, env, stop };
+}
+
+/** The real client of an e2e pipeline, for one tenant and its token. */
+export function connectClient(
+  e2e: { readonly pipeline: Pipeline; readonly env: Env },
+  tenantId: string,
+  token: string,
+): Promise<TidemarkClient> {
+  return connectTidemark({
+    brokers: e2e.env.KAFKA_BROKERS!.split(','),
+    registryUrl: e2e.env.SCHEMA_REGISTRY_URL!,
+    topicPrefix: e2e.env.TOPIC_PREFIX ?? '',
+    resumeUrl: e2e.pipeline.url,
+    token,
+    tenantId,
+  });
+}
+
+/**
+ * A resume's messages as text to compare with another session's (a control run of the same turns): the
+ * control's session id read as the session's, and content-derived ids (which name the session) masked.
+ */
+export function resumeText(
+  answer: { readonly messages?: unknown },
+  controlSessionId: string,
+  sessionId: string,
+): string {
+  return JSON.stringify(answer.messages)
+    .replaceAll(controlSessionId, sessionId)
+    .replace(/[0-9a-f]{16,}/g, 'id');
 }

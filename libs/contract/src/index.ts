@@ -29,10 +29,4 @@ export {
 } from './publisher.js';
 export { restartGroupsFromEarliest } from './groups.js';
 export { L0Reader, turnDecoder, type L0Span } from './l0-reader.js';
-export {
-  partitionOfKey,
-  SessionHistory,
-  type HistoryRange,
-  type HistorySource,
-  type SessionEvents,
-} from './session-history.js';
+export { SessionHistory } from './session-history.js';

@@ -104,7 +104,7 @@ export class SessionHistory {
 }
 
 /** The partition of a record key among `partitions`, as every Tidemark producer places it (murmur2). */
-export function partitionOfKey(key: string, partitions: number): number {
+function partitionOfKey(key: string, partitions: number): number {
   return defaultPartitioner({
     topic: '',
     partitionMetadata: Array.from({ length: partitions }, (_, partitionId) => ({
