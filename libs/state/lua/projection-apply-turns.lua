@@ -5,8 +5,8 @@
   script is paid once for all of the session's turns in the batch.
 
   Within each turn everything is validated before anything is written: a script that fails half way keeps
-  its earlier writes, so the checks (and the simulation of the turn's own changes) come first, the writes
-  last. The caller has already run the stateless checks (ids present, symbols known) and builds every
+  its earlier writes, so the ops are checked first, then the turn's changes simulated (an opened item is
+  stored as it is checked), then written. The caller has already run the stateless checks (ids present, symbols known) and builds every
   stored value; this script only decides what depends on the stored state.
 
   KEYS[1]  meta     hash  brokenSeq, brokenReason, brokenAt (ms, Redis TIME), parked (how many turns
@@ -130,21 +130,24 @@ local function applyTurn(seqText, hashArg, position, first, last)
     return {-2, applied, hash or ''}
   end
 
-  -- Simulate the turn's changes against the stored state plus this turn's own effects.
+  -- Every op is known before anything is written (the writes below cannot fail half way on bad input).
+  for i = first, last, 6 do
+    local op = ARGV[i]
+    if op ~= 'O' and op ~= 'C' and op ~= 'D' and op ~= 'A' and op ~= 'R' then
+      error('projection-apply-turns: unknown op ' .. tostring(op))
+    end
+  end
+
+  -- Simulate the turn's changes against the stored state plus this turn's own effects. An opened item
+  -- is stored as it is checked (HSETNX: one command tells a duplicate and writes the item); the rest is
+  -- written last. The common case costs one read per change: is the item open now (ZSCORE open).
   local openedHere = {}
   local endedHere = {}
-  local function exists(id)
-    return openedHere[id] or redis.call('HEXISTS', KEYS[3], id) == 1
-  end
-  local function endSeqOf(id)
+  local function isOpen(id)
     if endedHere[id] then
-      return endedHere[id]
+      return false
     end
-    local score = redis.call('ZSCORE', KEYS[6], id)
-    if score then
-      return tonumber(score)
-    end
-    return nil
+    return openedHere[id] or redis.call('ZSCORE', KEYS[5], id) ~= false
   end
 
   local writes = {}
@@ -160,36 +163,33 @@ local function applyTurn(seqText, hashArg, position, first, last)
   for i = first, last, 6 do
     local op, index, a, b, c, d = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
     if op == 'O' then
-      if exists(a) then
+      if redis.call('HSETNX', KEYS[3], a, b) == 0 then
         skip(index, 'duplicate_item')
       else
         openedHere[a] = true
-        writes[#writes + 1] = {'O', a, b}
+        writes[#writes + 1] = {'O', a}
       end
     elseif op == 'C' then
-      if not exists(a) then
+      if isOpen(a) then
+        endedHere[a] = seq
+        writes[#writes + 1] = {'C', a, b}
+      elseif endedHere[a] then
+        skip(index, 'item_not_open', endedHere[a])
+      elseif redis.call('HEXISTS', KEYS[3], a) == 0 then
         skip(index, 'unknown_item')
       else
-        local ended = endSeqOf(a)
-        if ended then
-          skip(index, 'item_not_open', ended)
-        else
-          endedHere[a] = seq
-          writes[#writes + 1] = {'C', a, b}
-        end
+        skip(index, 'item_not_open', tonumber(redis.call('ZSCORE', KEYS[6], a)))
       end
     elseif op == 'D' then
       writes[#writes + 1] = {'D', c, d}
-      if exists(a) and not endSeqOf(a) then
+      if isOpen(a) then
         endedHere[a] = seq
         writes[#writes + 1] = {'E', a, b}
       end
     elseif op == 'A' then
       writes[#writes + 1] = {'A', c, d}
-    elseif op == 'R' then
-      skip(index, a)
     else
-      error('projection-apply-turns: unknown op ' .. tostring(op))
+      skip(index, a)
     end
   end
 
@@ -197,7 +197,6 @@ local function applyTurn(seqText, hashArg, position, first, last)
   for _, w in ipairs(writes) do
     local kind = w[1]
     if kind == 'O' then
-      redis.call('HSET', KEYS[3], w[2], w[3])
       redis.call('ZADD', KEYS[5], seqText, w[2])
     elseif kind == 'C' or kind == 'E' then
       redis.call('HSET', KEYS[4], w[2], w[3])
