@@ -9,6 +9,8 @@ export interface LegResult {
   readonly cpu: ReadonlyMap<string, number>;
   /** Processes whose CPU is reported but not summed into the leg's figure (the bench's observers). */
   readonly excluded?: ReadonlySet<string>;
+  /** Redis commands per turn (bench/redis-commands.ts), scripts' own commands included. */
+  readonly redisCommands?: number;
 }
 
 export interface Leg {
@@ -38,6 +40,9 @@ function figures(leg: Leg) {
     rateRange: [Math.min(...rates), Math.max(...rates)] as const,
     cpu: median(cpu),
     cpuRange: [Math.min(...cpu), Math.max(...cpu)] as const,
+    redis: leg.rounds.every((r) => r.redisCommands !== undefined)
+      ? median(leg.rounds.map((r) => r.redisCommands!))
+      : Number.NaN,
   };
 }
 
@@ -58,6 +63,7 @@ export function table(legs: readonly Leg[]): string[] {
     'turns/s ÷ pass',
     'CPU ÷ shape',
     'turns/s ÷ shape',
+    'Redis cmds/turn',
   ];
   const rows = legs.map((leg) => {
     const f = byName.get(leg.name)!;
@@ -71,6 +77,7 @@ export function table(legs: readonly Leg[]): string[] {
       base === undefined ? '–' : fixed(f.rate / base.rate, 3),
       shapes.map((s) => `${fixed(f.cpu / s.cpu, 2)}×`).join(' / ') || '–',
       shapes.map((s) => fixed(f.rate / s.rate, 3)).join(' / ') || '–',
+      fixed(f.redis, 2),
     ];
   });
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { commandCounts, commandsPerTurn } from './redis-commands.js';
 import type { Kafka } from 'kafkajs';
 import { ended, said, type ProcessMode } from './children.js';
 import { microsPerTurn, sampleCpu, type Watched } from './cpu.js';
@@ -73,12 +74,14 @@ export async function shapeLeg(options: ShapeLegOptions): Promise<LegResult> {
     await producer.connect();
     groups = options.mode === 'one' ? await inProcess(deployment) : await spawned(deployment);
     const watched = [...options.watched, ...groups.watched];
+    const commandsBefore = await commandCounts(options.redisUrl);
     const before = sampleCpu(watched);
     const first = performance.now();
     await sendInOrder(producer, topics.turns, options.messages, options.rate);
     await groups.done;
     const last = performance.now();
     const after = sampleCpu(watched);
+    const commandsAfter = await commandCounts(options.redisUrl);
     // The shape did what it claims: exactly the expected records, no more (a redelivery would be more).
     const records = async (topic: string) =>
       (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0);
@@ -94,6 +97,7 @@ export async function shapeLeg(options: ShapeLegOptions): Promise<LegResult> {
     return {
       turnsPerSecond: (options.messages.length / (last - first)) * 1000,
       cpu: microsPerTurn(before, after, options.messages.length),
+      redisCommands: commandsPerTurn(commandsBefore, commandsAfter, options.messages.length).total,
     };
   } finally {
     await groups?.stop();

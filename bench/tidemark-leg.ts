@@ -9,6 +9,7 @@ import { microsPerTurn, sampleCpu, type Watched } from './cpu.js';
 import type { ObserveReport, ObserveRequest } from './observe.js';
 import type { LegResult } from './report.js';
 import { ended, said, type ProcessMode } from './children.js';
+import { commandCounts, commandsPerTurn, describeCommands } from './redis-commands.js';
 import { epoch } from './stages.js';
 import { offer } from './workload.js';
 
@@ -99,6 +100,7 @@ export async function tidemarkLeg(options: TidemarkLegOptions): Promise<LegResul
 
     const watched = [...options.watched, ...services.watched, { name: 'observers', pid: observer.pid! }];
     const total = options.turns.length;
+    const commandsBefore = await commandCounts(config.REDIS_URL);
     const before = sampleCpu(watched);
     const first = epoch();
     observer.send({ type: 'start', at: first });
@@ -109,6 +111,7 @@ export async function tidemarkLeg(options: TidemarkLegOptions): Promise<LegResul
     await publisher.close();
     const { at: last, pending } = await settled;
     const after = sampleCpu(watched);
+    const commands = commandsPerTurn(commandsBefore, await commandCounts(config.REDIS_URL), total);
     if (pending > 0) throw new Error(`${pending} sessions did not settle within 10 minutes`);
     const { report } = await reported;
     const turnsPerSecond = (total / (last - first)) * 1000;
@@ -116,8 +119,10 @@ export async function tidemarkLeg(options: TidemarkLegOptions): Promise<LegResul
       turnsPerSecond,
       cpu: microsPerTurn(before, after, total),
       excluded: new Set(['observers']),
+      redisCommands: commands.total,
       lines: [
         `whole pipeline: ${turnsPerSecond.toFixed(0)} turns/s (${total} turns settled in ${seconds(last - first)} s; published in ${seconds(published - first)} s)`,
+        describeCommands(commands),
         ...report.lines,
       ],
     };

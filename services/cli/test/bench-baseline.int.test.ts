@@ -3,8 +3,8 @@ import { bench } from './run-bench.js';
 
 // A smoke run of `pnpm bench:baseline` on the real stack, so the benchmark cannot rot: a very small
 // workload, one round, every leg (the passthrough, and the same shape with pipelines and with Lua, in
-// one process and one process per group). It asserts the table is printed with positive figures, never
-// what the figures are: they measure a shared machine, not the code.
+// one process and one process per group). It asserts the table is printed with positive figures (Redis
+// commands per turn too), never what the figures are: they measure a shared machine, not the code.
 
 const legs = [
   'bare kafkajs passthrough',
@@ -35,6 +35,9 @@ describe('bench/baseline.ts on the real stack', () => {
         .map((cell) => Number(cell.trim().split(' ')[0]!.replace('×', '')));
       expect(rate, row).toBeGreaterThan(0);
       expect(cpu, row).toBeGreaterThan(0);
+      // The same shape's Redis commands per turn (the server's counters; the passthrough uses none).
+      const commands = Number(row!.split('|').at(-1)!.trim());
+      if (leg.startsWith('same shape')) expect(commands, row).toBeGreaterThan(0);
     }
     // The spawned groups' CPU is counted beside the bench's own.
     expect(result.stdout).toMatch(/one process per group: bench [\d.]+, .*materializer [\d.]+/);
