@@ -10,11 +10,12 @@ import { sessionKey } from '@tidemark/core';
 //   frames       frames:epoch:3, frames:lock             frame:{t/s}, decided:{t/s}, frame-seen:{t/s}
 //   plans        resume:epoch:3, resume:rebuild-lock     resume:{t/s}, resume-nodes:{t/s}, resume-ctx:{t/s},
 //                                                        resume-seen:{t/s}
-//   windows      cmp:<ns>:epoch:4, cmp:<ns>:lock         cmp:<ns>:{t/s}:win, :turns, :nodes
+//   windows      cmp:<ns>:epoch:5, cmp:<ns>:lock         cmp:<ns>:{t/s}
 //
 // Epoch keys name the layout's version (`:3`): a store built by an older layout reads as absent and is
 // rebuilt from the topics. 3: `{` and `}` in ids are escaped in the hash tag (stalled index added).
-// Windows 4: a window names its nodes, whose bodies are in the session's `nodes` hash. Projection 4:
+// Windows 4: a window names its nodes, whose bodies are in the session's `nodes` hash. Windows 5: one
+// hash per session holds the window, its turns and its nodes. Projection 4:
 // early turns are parked (`parked`), a stall is meta's `stalledAt`, and a turn's position is in `turns`
 // with its content hash (no `pos`). Projection 5: the watermark is HLEN turns (no `meta.applied`), and a
 // close is told from a disposition by its end (no `closed`).
@@ -47,8 +48,8 @@ export interface StoreLayout {
 
 /** The version of the key layout and stored shapes, in every epoch key (see the top of this file). */
 const layoutVersion = 3;
-/** The windows' own: 4 since a window names its nodes instead of holding them. */
-const windowsLayoutVersion = 4;
+/** The windows' own: 5 since one hash per session holds the window, its turns and its nodes. */
+const windowsLayoutVersion = 5;
 /** The projection's own: 5 since the watermark is the count of turns applied (see the top of this file). */
 const projectionLayoutVersion = 5;
 

@@ -10,20 +10,20 @@ import { StoreLifecycle } from './store-lifecycle.js';
 // process holds nothing between batches: memory stays flat however many sessions are open, and a
 // SIGKILL loses nothing. Per session, under the session's hash tag (one Cluster slot):
 //
-//   <prefix>cmp:<ns>:epoch:4                 string  set once the namespace exists; absent = lost (Redis
-//                                                    flushed) or new: windows are rebuilt from turns.l0
-//   <prefix>cmp:<ns>:{tenant/session}:win    string  the compactor's window as JSON (opaque here)
-//   <prefix>cmp:<ns>:{tenant/session}:turns  hash    seq -> TurnEvent JSON, for the window's turns only
-//   <prefix>cmp:<ns>:{tenant/session}:nodes  hash    id -> node JSON (opaque here), for the nodes the
-//                                                    window names only
+//   <prefix>cmp:<ns>:epoch:5           string  set once the namespace exists; absent = lost (Redis flushed)
+//                                              or new: windows are rebuilt from turns.l0
+//   <prefix>cmp:<ns>:{tenant/session}  hash    w -> the compactor's window as JSON (opaque here)
+//                                              t:<seq> -> TurnEvent JSON, for the window's turns only
+//                                              n:<id> -> node JSON (opaque here), for the nodes it names
 //
-// The window is what every batch reads and writes, so it is kept small: it names its nodes, whose
-// bodies (kilobytes each) are written once, when made, and read only when a summary needs them.
+// One key per session: a batch's write is one HSET (and one HDEL, one PEXPIRE) in one script call. The
+// window is what every batch reads and writes, so it is kept small: it names its nodes, whose bodies
+// (kilobytes each) are written once, when made, and read only when a summary needs them.
 //
 // Write order per batch (see the compactor's README): the compactions topic, then windows. A crash
 // between the two redoes the batch, which recomputes the same bytes under the same ids.
 //
-// Every commit sets the session's keys to expire a retention after it (they expire together): the
+// Every commit sets the session's hash to expire a retention after it: the
 // window of a session idle that long is gone, and the compactor rebuilds it from the session's turns on
 // turns.l0 when the session is next seen (a turn past seq 1 with no window), so Redis holds the sessions
 // in use, not every session ever compacted.
@@ -36,12 +36,7 @@ import { StoreLifecycle } from './store-lifecycle.js';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    tidemarkWindowsCommit(
-      win: string,
-      turns: string,
-      nodes: string,
-      ...args: (string | number)[]
-    ): Result<number, Context>;
+    tidemarkWindowsCommit(session: string, ...args: (string | number)[]): Result<number, Context>;
   }
 }
 
@@ -96,6 +91,11 @@ export class WindowsLostError extends StateError {
   }
 }
 
+/** The fields of a session's hash: its window, a turn of it, a node it names. */
+const windowField = 'w';
+const turnField = (seq: number | string): string => `t:${seq}`;
+const nodeField = (id: string): string => `n:${id}`;
+
 /** The version a stored window JSON is known by: its SHA-1, as the script computes it. */
 const versionOf = (raw: string | null): string =>
   raw === null ? '' : createHash('sha1').update(raw, 'utf8').digest('hex');
@@ -119,7 +119,7 @@ export class WindowStore<W extends SessionRef> {
     },
   ) {
     // defineCommand is idempotent per name on a connection; the service and replay may share one.
-    redis.defineCommand('tidemarkWindowsCommit', { numberOfKeys: 3, lua: luaScript('windows-commit') });
+    redis.defineCommand('tidemarkWindowsCommit', { numberOfKeys: 1, lua: luaScript('windows-commit') });
     this.#redis = redis;
     this.#prefix = options.prefix;
     this.#store = `cmp:${options.namespace}`;
@@ -128,14 +128,14 @@ export class WindowStore<W extends SessionRef> {
   }
 
   #session(ref: SessionRef): string {
-    return `${sessionStoreKey(this.#prefix, this.#store, ref)}:`;
+    return sessionStoreKey(this.#prefix, this.#store, ref);
   }
 
   /** The sessions' windows, in one round trip, together with whether the namespace still exists. */
   async loadWindows(refs: readonly SessionRef[]): Promise<LoadedWindows<W>> {
     const pipeline = this.#redis.pipeline();
     pipeline.exists(this.lifecycle.layout.epochKey);
-    for (const ref of refs) pipeline.get(`${this.#session(ref)}win`);
+    for (const ref of refs) pipeline.hget(this.#session(ref), windowField);
     const results = await execAll(pipeline);
     const raws = refs.map((_, index) => results[index + 1] as string | null);
     return {
@@ -151,7 +151,7 @@ export class WindowStore<W extends SessionRef> {
    */
   async loadTurns(ref: SessionRef, seqs: readonly number[]): Promise<TurnEvent[]> {
     if (seqs.length === 0) return [];
-    const raw = await this.#redis.hmget(`${this.#session(ref)}turns`, ...seqs.map(String));
+    const raw = await this.#redis.hmget(this.#session(ref), ...seqs.map(turnField));
     return raw.map((value, index) => {
       if (value === null) {
         throw new WindowsLostError(
@@ -168,7 +168,7 @@ export class WindowStore<W extends SessionRef> {
    */
   async loadNodes<N>(ref: SessionRef, ids: readonly string[]): Promise<N[]> {
     if (ids.length === 0) return [];
-    const raw = await this.#redis.hmget(`${this.#session(ref)}nodes`, ...ids);
+    const raw = await this.#redis.hmget(this.#session(ref), ...ids.map(nodeField));
     return raw.map((value, index) => {
       if (value === null) {
         throw new WindowsLostError(
@@ -189,21 +189,20 @@ export class WindowStore<W extends SessionRef> {
     if (updates.length === 0) return;
     const pipeline = this.#redis.pipeline();
     for (const { window, loaded, added, dropped, nodes } of updates) {
-      const key = this.#session(window);
-      void pipeline.tidemarkWindowsCommit(
-        `${key}win`,
-        `${key}turns`,
-        `${key}nodes`,
-        loaded,
+      const sets = [
+        windowField,
         JSON.stringify(window),
+        ...added.flatMap((turn) => [turnField(turn.seq), JSON.stringify(turn)]),
+        ...(nodes?.added ?? []).flatMap(([id, body]) => [nodeField(id), JSON.stringify(body)]),
+      ];
+      void pipeline.tidemarkWindowsCommit(
+        this.#session(window),
+        loaded,
         this.#retentionMs,
-        added.length,
-        ...added.flatMap((turn) => [String(turn.seq), JSON.stringify(turn)]),
-        dropped.length,
-        ...dropped.map(String),
-        nodes?.added.length ?? 0,
-        ...(nodes?.added ?? []).flatMap(([id, body]) => [id, JSON.stringify(body)]),
-        ...(nodes?.dropped ?? []),
+        sets.length / 2,
+        ...sets,
+        ...dropped.map(turnField),
+        ...(nodes?.dropped ?? []).map(nodeField),
       );
     }
     const moved = (await execAll(pipeline))

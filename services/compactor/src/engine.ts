@@ -268,6 +268,10 @@ export class CompactionEngine {
    */
   async #stateAt(query: BoundaryQuery): Promise<StateAnswer> {
     const { projection, stateWaitMs } = this.#o;
+    // Most boundaries are applied by the time they are compacted: the state, read with the epoch, says
+    // so itself (its own watermark covers the span), and no watermark is polled.
+    const [first, epoch] = await Promise.all([projection.stateAt(query), projection.epoch()]);
+    if (epoch !== null && first.appliedSeq >= query.toSeq) return { ok: true, state: first };
     const deadline = Date.now() + stateWaitMs;
     let pause = 2;
     for (;;) {
