@@ -70,6 +70,8 @@ const journal = await Journal.open(
 );
 // The journal keeps no Kafka timestamps: a tail of our own for the latency.
 const appended = new Map<string, number>();
+/** Each compaction's kind for the latency breakdown: `L<tier>` or `L<tier> repair`. */
+const kinds = new Map<string, string>();
 const decided = new Map<string, number>();
 let lastDecision = 0;
 const tails = [
@@ -78,7 +80,10 @@ const tails = [
     role: 'compactions',
     onBatch: (records) => {
       for (const { raw, value } of records)
-        if (!appended.has(value.compactionId)) appended.set(value.compactionId, raw.timestamp ?? 0);
+        if (!appended.has(value.compactionId)) {
+          appended.set(value.compactionId, raw.timestamp ?? 0);
+          kinds.set(value.compactionId, `L${value.tier}${value.attempt === 0 ? '' : ' repair'}`);
+        }
       return Promise.resolve();
     },
   }),
@@ -135,15 +140,28 @@ const mismatched = workload.filter(
     trusted(journal.session(tenantId, turns[0]!.sessionId).decisions) !==
     trusted(references[index]!.decisions),
 ).length;
-const latencies = [...appended]
+const latencyOf = (ids: readonly string[]) =>
+  ids
+    .filter((id) => decided.has(id))
+    .map((id) => decided.get(id)! - appended.get(id)!)
+    .sort((a, b) => a - b);
+const latencies = latencyOf([...appended.keys()]);
+const slowest = [...appended]
   .filter(([id]) => decided.has(id))
-  .map(([id, at]) => decided.get(id)! - at)
-  .sort((a, b) => a - b);
+  .sort(([a, at], [b, bt]) => decided.get(b)! - bt - (decided.get(a)! - at))
+  .slice(0, 8)
+  .map(([id, at]) => `${((at - firstPublish) / 1000).toFixed(2)} (${decided.get(id)! - at} ms)`)
+  .join(', ');
+const byKind = [...new Set(kinds.values())].sort().map((kind) => {
+  const of = latencyOf([...kinds].filter(([, k]) => k === kind).map(([id]) => id));
+  return `${kind} n=${of.length} p50 ${percentile(of, 50)} p99 ${percentile(of, 99)}`;
+});
 const last = stages.samples[stages.samples.length - 1];
 const report: ObserveReport = {
   mismatched,
   lines: [
     `validation latency (compaction record → first decision record, n=${latencies.length}): p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, max ${latencies[latencies.length - 1] ?? Number.NaN} ms`,
+    `  by kind (ms): ${byKind.join('; ')}; the slowest, s after the first publish: ${slowest}`,
     `last decision appended ${((lastDecision - firstPublish) / 1000).toFixed(2)} s after the first publish; ${references.reduce((n, r) => n + r.compactions.length, 0)} compactions and ${references.reduce((n, r) => n + r.decisions.length, 0)} decisions per the core reference, ${last?.compactions ?? 0} compactions and ${last?.markers ?? 0} decisions on the topics`,
     ...stageLines(stages.samples, request.sessions * request.turns, request.timeline),
     `sessions whose trusted markers differ from the core reference: ${mismatched}`,
