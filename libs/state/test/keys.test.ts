@@ -44,17 +44,16 @@ describe('projection keys', () => {
   });
 
   it('are injective and slot-local for any ids: `/ { } : * %`, unicode, 1 KB ids', () => {
-    // Every key a session has in any store (the windows' two under one namespace).
+    // Every key a session has in any store (the windows' one under one namespace).
     const allKeys = (tenantId: string, sessionId: string): string[] => {
       const ref = { tenantId, sessionId };
       const windows = sessionStoreKey('p:', 'cmp:g1:x', ref);
       return [
         ...Object.values(sessionKeys('p:', tenantId, sessionId)),
-        ...['frame', 'decided', 'resume', 'resume-nodes', 'resume-ctx'].map((store) =>
-          sessionStoreKey('p:', store, ref),
+        ...['frame', 'decided', 'frame-seen', 'resume', 'resume-nodes', 'resume-ctx', 'resume-seen'].map(
+          (store) => sessionStoreKey('p:', store, ref),
         ),
-        `${windows}:win`,
-        `${windows}:turns`,
+        windows,
       ];
     };
     // Redis Cluster's hash tag: the text between the first `{` and the first `}` after it, if not empty.
@@ -100,7 +99,7 @@ describe('projection keys', () => {
       'p:proj:epoch:5',
       'p:frames:epoch:3',
       'p:resume:epoch:3',
-      'p:cmp:g1:x:epoch:4',
+      'p:cmp:g1:x:epoch:5',
     ]);
   });
 
