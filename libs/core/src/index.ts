@@ -63,7 +63,7 @@ export {
   trustedMarkers,
   type SessionFrameState,
 } from './session-frame.js';
-export { buildResumeContext, planNodeId } from './resume.js';
+export { buildResumeContext, planNodeId, turnMessages } from './resume.js';
 
 export { defaultGeneratorRates, generateSession, seededRandom, type GeneratorRates } from './generate.js';
 export { runReference, type ReferenceRun } from './reference.js';

@@ -48,14 +48,7 @@ export function buildResumeContext(input: {
     ].join('\n\n');
     messages.push({ role: 'system', content });
   }
-  for (const turn of turns) {
-    const { role, original } = turn;
-    const content = rawTurnText(turn);
-    // Absent rather than null: a context of turns written as TurnEvents keeps its bytes.
-    messages.push(
-      original === null || original === undefined ? { role, content } : { role, content, original },
-    );
-  }
+  messages.push(...turnMessages(turns));
   // The mode is left out: the same node and turns are the same context whichever way it was reached.
   const canonical = canonicalJson({
     kind: 'tidemark.resume-context',
@@ -80,4 +73,14 @@ export function planNodeId(plan: ResumePlan): string | null {
       throw invalidInput(`unknown plan ${JSON.stringify(never)}`);
     }
   }
+}
+
+/** Raw turns as resume messages: each turn's role and text (and its original, when it kept one). */
+export function turnMessages(turns: readonly TurnEvent[]): ResumeMessage[] {
+  return turns.map((turn) => {
+    const { role, original } = turn;
+    const content = rawTurnText(turn);
+    // Absent rather than null: a context of turns written as TurnEvents keeps its bytes.
+    return original === null || original === undefined ? { role, content } : { role, content, original };
+  });
 }

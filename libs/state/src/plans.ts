@@ -225,6 +225,39 @@ export class PlanStore {
   }
 
   /**
+   * One stored node of the session (null: none by that id), with whether the session's plan expired (its
+   * nodes with it): one round trip.
+   */
+  async node(
+    ref: SessionRef,
+    compactionId: string,
+  ): Promise<
+    | {
+        readonly ok: true;
+        readonly epoch: string;
+        readonly node: Compaction | null;
+        readonly expired: boolean;
+      }
+    | { readonly ok: false; readonly reason: 'no_epoch' }
+  > {
+    const [epoch, json, plan, seen] = (await execAll(
+      this.#redis
+        .pipeline()
+        .get(this.#epochKey)
+        .hget(this.#nodesKey(ref), compactionId)
+        .exists(this.#planKey(ref))
+        .exists(this.#seenKey(ref)),
+    )) as [string | null, string | null, number, number];
+    if (epoch === null) return { ok: false, reason: 'no_epoch' };
+    return {
+      ok: true,
+      epoch,
+      node: json === null ? null : (JSON.parse(json) as Compaction),
+      expired: plan === 0 && seen === 1,
+    };
+  }
+
+  /**
    * Records the contextHash served for a context key (the node and the raw span), and returns the hash
    * first served for it: a different one is a divergence. One round trip.
    */

@@ -48,6 +48,16 @@ export class ExpiredPlans {
     ]);
   }
 
+  /** A stored node of the session, restoring an expired session first; 'rebuilding' while the store is. */
+  async node(ref: SessionRef, compactionId: string): Promise<Compaction | null | 'rebuilding'> {
+    let found = await this.#plans.node(ref, compactionId);
+    if (found.ok && found.node === null && found.expired) {
+      await this.restore(found.epoch, ref);
+      found = await this.#plans.node(ref, compactionId);
+    }
+    return found.ok ? found.node : 'rebuilding';
+  }
+
   /** The store as a resume reads it, restoring an expired session before it answers. */
   reader(): PlanReader {
     const plans = this.#plans;

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { TokenVerifier } from './auth.js';
 import type { ResumeClient } from './client.js';
 import { ResumeUnavailableError, type ResumeRefusal } from './outcomes.js';
+import type { ExpandOutcome, Expander, TurnRange } from './expand.js';
 import { inFormat, isResumeFormat, resumeFormats, type ResumeFormat } from './formats.js';
 import openapi from '../openapi.json' with { type: 'json' };
 
@@ -13,13 +14,25 @@ import openapi from '../openapi.json' with { type: 'json' };
 // Error bodies are `{ code, message }` and never echo a tenant or session id; logs name a session by a
 // digest of its key, never by its ids, and never hold a token.
 
-type ApiErrorCode = ResumeRefusal | 'unauthorized' | 'forbidden' | 'unavailable' | 'internal' | 'bad_request';
+type ApiErrorCode =
+  | ResumeRefusal
+  | 'node_not_found'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'unavailable'
+  | 'internal'
+  | 'bad_request';
+
+type RouteOutcome =
+  | { readonly ok: true; readonly body: unknown }
+  | { readonly ok: false; readonly code: ApiErrorCode; readonly message: string };
 
 const statusOf: Readonly<Record<ApiErrorCode, number>> = {
   bad_request: 400,
   unauthorized: 401,
   forbidden: 403,
   session_not_found: 404,
+  node_not_found: 404,
   no_plan: 409,
   node_pending: 409,
   projection_behind: 503,
@@ -62,29 +75,56 @@ const validId = (id: string): boolean =>
 const sessionRef = (tenantId: string, sessionId: string): string =>
   sha256Hex(sessionKey(tenantId, sessionId)).slice(0, 16);
 
+/** A page's bounds from the query: each absent or a positive integer; null when one is not. */
+function turnRange(query: Readonly<Record<string, string | undefined>>): TurnRange | null {
+  const range: Record<string, number> = {};
+  for (const name of ['fromSeq', 'toSeq', 'limit'] as const) {
+    const text = query[name];
+    if (text === undefined) continue;
+    if (!/^[1-9][0-9]{0,14}$/.test(text)) return null;
+    range[name] = Number(text);
+  }
+  return range;
+}
+
+/** An expand outcome as the API answers it (a range outside the node is a bad request). */
+function expandAnswer<T>(outcome: ExpandOutcome<T>, wrap: (body: T) => unknown): RouteOutcome {
+  if (outcome.ok) return { ok: true, body: wrap(outcome.body) };
+  return {
+    ok: false,
+    code: outcome.code === 'bad_range' ? 'bad_request' : outcome.code,
+    message: outcome.message,
+  };
+}
+
 export function registerResumeRoutes(
   http: FastifyInstance,
-  options: { client: ResumeClient; tokens: TokenVerifier; logger: Logger },
+  options: {
+    client: ResumeClient;
+    tokens: TokenVerifier;
+    logger: Logger;
+    /** Expand (the node routes); absent: not served. */
+    expand?: Pick<Expander, 'node' | 'turns'>;
+  },
 ): void {
   const { client, tokens, logger } = options;
 
   http.get('/openapi.json', () => openapi);
 
-  // Both session routes: the token, then the tenant (before anything is looked up), then the id; a
+  // Every session route: the token, then the tenant (before anything is looked up), then the ids; a
   // refusal is its code's status, a failing dependency 503, an inconsistent state 500.
-  const sessionRoute = <T>(
+  type Params = { tenantId: string; sessionId: string; nodeId?: string };
+  type Query = Record<string, string | undefined>;
+  const sessionRoute = (
     path: string,
-    action: 'resume' | 'status',
+    action: 'resume' | 'status' | 'expand',
     call: (
-      tenantId: string,
-      sessionId: string,
+      ref: { tenantId: string; sessionId: string },
       format: ResumeFormat,
-    ) => Promise<{ ok: true; body: T } | { ok: false; code: ResumeRefusal; message: string }>,
+      request: { params: Params; query: Query },
+    ) => Promise<RouteOutcome>,
   ) =>
-    http.get<{
-      Params: { tenantId: string; sessionId: string };
-      Querystring: { format?: string };
-    }>(path, async (request, reply) => {
+    http.get<{ Params: Params; Querystring: Query }>(path, async (request, reply) => {
       const auth = tokens.authenticate(request.headers.authorization);
       if (!auth.ok) {
         return fail(
@@ -97,11 +137,14 @@ export function registerResumeRoutes(
       if (auth.tenantId !== tenantId)
         return fail(reply, 'forbidden', "the token may not read this tenant's sessions");
       if (!validId(sessionId)) return fail(reply, 'bad_request', 'the session id is not valid');
+      const { nodeId } = request.params;
+      if (nodeId !== undefined && !validId(nodeId))
+        return fail(reply, 'bad_request', 'the node id is not valid');
       const format = request.query.format ?? 'tidemark';
       if (!isResumeFormat(format))
         return fail(reply, 'bad_request', `format must be one of ${resumeFormats.join(', ')}`);
       try {
-        const outcome = await call(tenantId, sessionId, format);
+        const outcome = await call({ tenantId, sessionId }, format, request);
         if (!outcome.ok) return fail(reply, outcome.code, outcome.message);
         return reply.code(200).send(outcome.body);
       } catch (error) {
@@ -120,17 +163,41 @@ export function registerResumeRoutes(
       }
     });
 
-  sessionRoute('/v1/sessions/:tenantId/:sessionId/resume', 'resume', async (tenantId, sessionId, format) => {
-    const outcome = await client.resume(tenantId, sessionId);
+  sessionRoute('/v1/sessions/:tenantId/:sessionId/resume', 'resume', async (ref, format) => {
+    const outcome = await client.resume(ref.tenantId, ref.sessionId);
     return outcome.ok ? { ok: true, body: inFormat(outcome.result, format) } : outcome;
   });
 
   // The session's plan, watermark, next due compaction and staleness: what an operator (or a runtime
   // deciding whether to trust a resume) asks without building a context.
-  const status = async (tenantId: string, sessionId: string) => {
-    const outcome = await client.status(tenantId, sessionId);
-    return outcome.ok ? { ok: true as const, body: outcome.status } : outcome;
+  const status = async (ref: { tenantId: string; sessionId: string }): Promise<RouteOutcome> => {
+    const outcome = await client.status(ref.tenantId, ref.sessionId);
+    return outcome.ok ? { ok: true, body: outcome.status } : outcome;
   };
   sessionRoute('/v1/sessions/:tenantId/:sessionId', 'status', status);
   sessionRoute('/v1/sessions/:tenantId/:sessionId/status', 'status', status);
+
+  // Expand: a node of the session's summary, and the raw turns it covers, a page at a time.
+  const { expand } = options;
+  if (expand === undefined) return;
+  sessionRoute(
+    '/v1/sessions/:tenantId/:sessionId/nodes/:nodeId',
+    'expand',
+    async (ref, _format, { params }) =>
+      expandAnswer(await expand.node(ref, params.nodeId!), (node) => ({ node })),
+  );
+  sessionRoute(
+    '/v1/sessions/:tenantId/:sessionId/nodes/:nodeId/turns',
+    'expand',
+    async (ref, format, { params, query }) => {
+      const range = turnRange(query);
+      if (range === null)
+        return {
+          ok: false,
+          code: 'bad_request',
+          message: 'fromSeq, toSeq and limit must be positive integers',
+        };
+      return expandAnswer(await expand.turns(ref, params.nodeId!, range, format), (page) => page);
+    },
+  );
 }

@@ -15,6 +15,7 @@ import type { Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { createResumeClientFrom, type ResumeClient } from './client.js';
+import { createExpander, type Expander } from './expand.js';
 import { ExpiredPlans } from './expired.js';
 import { resumeMetrics } from './metrics.js';
 
@@ -57,6 +58,8 @@ export type ResumeClientOptions = {
 );
 
 export interface ResumeLibraryClient extends ResumeClient {
+  /** Expand: a node of the session's summary (its claims, each with its seq), and the turns it covers. */
+  readonly expand: Expander;
   /** Closes the turns.l0 reader's connections (the Redis and Kafka clients passed in stay open). */
   close(): Promise<void>;
 }
@@ -82,9 +85,17 @@ export function createResumeClient(options: ResumeClientOptions): ResumeLibraryC
     decode: turnDecoder(registry, maxEventBytes),
     ...(options.fetchBytes === undefined ? {} : { fetchBytes: options.fetchBytes }),
   });
+  const expired = new ExpiredPlans(plans, history);
+  const log = new Projection(options.redis, { prefix });
+  const expand = createExpander({
+    node: (ref, id) => expired.node(ref, id),
+    position: (ref, seq) => log.l0Position(ref.tenantId, ref.sessionId, seq),
+    turns: reader,
+    turnsTopic: topics.turns,
+  });
   const client = createResumeClientFrom({
-    plans: new ExpiredPlans(plans, history).reader(),
-    log: new Projection(options.redis, { prefix }),
+    plans: expired.reader(),
+    log,
     turns: reader,
     turnsTopic: topics.turns,
     ...(options.metrics === undefined ? {} : { metrics: resumeMetrics(options.metrics) }),
@@ -97,6 +108,7 @@ export function createResumeClient(options: ResumeClientOptions): ResumeLibraryC
   return {
     resume: (tenantId, sessionId) => client.resume(tenantId, sessionId),
     status: (tenantId, sessionId) => client.status(tenantId, sessionId),
+    expand,
     close: async () => {
       client.release();
       await Promise.all([reader.close(), history.close()]);

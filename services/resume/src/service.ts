@@ -80,6 +80,10 @@ export function create(config: ResumeConfig, deps: ResumeDeps = {}): ResumeServi
         resume: (tenantId, sessionId) => started((c) => c.resume(tenantId, sessionId)),
         status: (tenantId, sessionId) => started((c) => c.status(tenantId, sessionId)),
       },
+      expand: {
+        node: (ref, nodeId) => started((c) => c.expand.node(ref, nodeId)),
+        turns: (ref, nodeId, range, format) => started((c) => c.expand.turns(ref, nodeId, range, format)),
+      },
     });
   }
 

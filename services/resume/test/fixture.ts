@@ -36,6 +36,8 @@ export interface World {
   readonly projection: Projection;
   /** Publishes turns and materializes them; returns where each seq of the first turn's session lives. */
   publishTurns(turns: readonly TurnEvent[]): Promise<Map<number, { partition: number; offset: number }>>;
+  /** Where each seq of a session published so far lives. */
+  positionsOf(turn: TurnEvent): Map<number, { partition: number; offset: number }>;
   publishCompactions(nodes: readonly Compaction[]): Promise<void>;
   publishDecisions(decisions: readonly MarkerDecision[]): Promise<void>;
   /** A resume service instance (worker + HTTP) on its own host, stopped when the test ends. */
@@ -98,6 +100,7 @@ export async function createWorld(): Promise<World> {
   });
   await materializer.run();
   onTestFinished(() => materializer.stop());
+  const positionsOf = (turn: TurnEvent) => positions.get(`${turn.tenantId}/${turn.sessionId}`)!;
 
   return {
     topics,
@@ -119,9 +122,9 @@ export async function createWorld(): Promise<World> {
         },
         { timeout: 30_000, interval: 50 },
       );
-      const first = turns[0]!;
-      return positions.get(`${first.tenantId}/${first.sessionId}`)!;
+      return positionsOf(turns[0]!);
     },
+    positionsOf,
     async publishCompactions(nodes) {
       await producer.send('compactions', nodes);
     },
@@ -159,7 +162,8 @@ export async function sessionInWorld(
   // Another session's turns in between, when given: the session's offsets are then not contiguous.
   const other = options.interleave ?? [];
   const mixed = turns.flatMap((turn, i) => (other[i] === undefined ? [turn] : [other[i], turn]));
-  const positions = await world.publishTurns([...mixed, ...other.slice(turns.length)]);
+  await world.publishTurns([...mixed, ...other.slice(turns.length)]);
+  const positions = world.positionsOf(turns[0]!);
   const partition = positions.get(1)!.partition;
   const run = runReference(turns, {
     policy,
