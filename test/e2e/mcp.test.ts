@@ -62,9 +62,11 @@ async function call(name: string, args: Record<string, unknown>) {
 }
 
 describe('tidemark mcp', () => {
-  it('lists the four ledger tools with their JSON Schemas, and resume and status', async () => {
+  it('lists the four ledger tools with their JSON Schemas, and resume, status and expand', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual([...ledgerToolNames, 'resume', 'status'].sort());
+    expect(tools.map((t) => t.name).sort()).toEqual(
+      [...ledgerToolNames, 'resume', 'status', 'expand'].sort(),
+    );
     const record = tools.find((t) => t.name === 'record_constraint')!;
     expect(record.inputSchema).toMatchObject({ type: 'object', required: ['id', 'constraint'] });
   });
@@ -117,6 +119,20 @@ describe('tidemark mcp', () => {
     expect(anthropic.body.messages.length).toBeGreaterThan(0);
     expect(JSON.parse((await call('status', {})).text)).toMatchObject({ tenantId, sessionId, appliedSeq: 4 });
     expect((await call('resume', { format: 'fax' })).isError).toBe(true);
+
+    // Expand: the node the resume starts from, then the turns it covers.
+    const node = JSON.parse((await call('expand', { nodeId: resume.nodeId })).text) as {
+      node: { compactionId: string; span: { fromSeq: number; toSeq: number } };
+    };
+    expect(node.node.compactionId).toBe(resume.nodeId);
+    const covered = JSON.parse(
+      (await call('expand', { nodeId: resume.nodeId, turns: true, limit: 2 })).text,
+    ) as { fromSeq: number; toSeq: number; nextFromSeq: number | null; messages: { content: string }[] };
+    expect(covered).toMatchObject({ fromSeq: node.node.span.fromSeq, toSeq: node.node.span.fromSeq + 1 });
+    expect(covered.messages).toHaveLength(2);
+    const outside = await call('expand', { nodeId: resume.nodeId, turns: true, fromSeq: 999 });
+    expect(outside.isError).toBe(true);
+    expect(outside.text).toMatch(/^bad_range: the node covers turns \d+–\d+/);
   });
 
   it('started again, finds what it recorded in the projection and appends after the last turn', async () => {

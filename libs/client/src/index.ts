@@ -71,7 +71,32 @@ export interface TidemarkClient {
   waitUntilSettled(sessionId: string, lastSeq: number, timeoutMs?: number): Promise<SessionState>;
   /** The session's resume: `tidemark` messages, or a provider's request body (`openai-chat`, …). */
   resume(sessionId: string, format?: string): Promise<ResumeAnswer>;
+  /** Expand: a node of the session's summary (a resume's nodeId), its narrative and claims with their seqs. */
+  node(sessionId: string, nodeId: string): Promise<{ readonly node: Record<string, unknown> }>;
+  /** Expand: a page of the raw turns a node covers (default: from its first turn, up to 200). */
+  nodeTurns(sessionId: string, nodeId: string, page?: NodeTurnsRequest): Promise<NodeTurnsAnswer>;
   close(): Promise<void>;
+}
+
+/** Which turns of a node to read, in which format. */
+export interface NodeTurnsRequest {
+  readonly fromSeq?: number;
+  readonly toSeq?: number;
+  readonly limit?: number;
+  readonly format?: string;
+}
+
+/** A page of a node's turns: as messages (`tidemark`) or a provider's request body part. */
+export interface NodeTurnsAnswer {
+  readonly nodeId: string;
+  readonly fromSeq: number;
+  readonly toSeq: number;
+  /** Where the next page starts; null on the last. */
+  readonly nextFromSeq: number | null;
+  readonly messages?: readonly { readonly role: string; readonly content: string }[];
+  readonly format?: string;
+  readonly body?: unknown;
+  readonly [field: string]: unknown;
 }
 
 /** A call the resume service refused (its code and message), or an answer it could not give in time. */
@@ -174,6 +199,23 @@ export async function connectTidemark(options: TidemarkClientOptions): Promise<T
       );
       if (answer.status !== 200) throw refused(`resume ${tenantId}/${sessionId}`, answer);
       return answer.body as ResumeAnswer;
+    },
+    async node(sessionId, nodeId) {
+      const answer = await get(`${encodeURIComponent(sessionId)}/nodes/${encodeURIComponent(nodeId)}`);
+      if (answer.status !== 200) throw refused(`node ${nodeId} of ${tenantId}/${sessionId}`, answer);
+      return answer.body as { node: Record<string, unknown> };
+    },
+    async nodeTurns(sessionId, nodeId, page = {}) {
+      const query = new URLSearchParams(
+        Object.entries(page)
+          .filter(([, value]) => value !== undefined)
+          .map(([name, value]): [string, string] => [name, String(value)]),
+      );
+      const answer = await get(
+        `${encodeURIComponent(sessionId)}/nodes/${encodeURIComponent(nodeId)}/turns?${query.toString()}`,
+      );
+      if (answer.status !== 200) throw refused(`turns of node ${nodeId} of ${tenantId}/${sessionId}`, answer);
+      return answer.body as NodeTurnsAnswer;
     },
     close: () => publisher.close(),
   };

@@ -188,6 +188,51 @@ function resumeCommand(env: Env): Command {
     );
 }
 
+function expandCommand(env: Env): Command {
+  return new Command('expand')
+    .description(
+      "Open one node of a session's summary (a resume names the one it starts from as nodeId): the node, its narrative and claims with the turn each came from, as JSON; with --turns, a page of the raw turns it covers instead.",
+    )
+    .argument('<tenant/session>', 'the session, e.g. acme/migration-lossy', sessionArgument)
+    .argument('<node>', 'the node (compaction) id')
+    .option('--turns', 'the raw turns the node covers instead of the node', false)
+    .option('--from <seq>', "with --turns: the page's first turn (default: the node's first)", integer(1))
+    .option('--to <seq>', "with --turns: the range's last turn (default: the node's last)", integer(1))
+    .option('--limit <n>', 'with --turns: turns per page (at most 200)', integer(1))
+    .addOption(
+      new Option('--format <format>', 'with --turns: tidemark, or a provider format')
+        .choices(resumeFormats)
+        .default('tidemark'),
+    )
+    .action(
+      (
+        ref: SessionRef,
+        nodeId: string,
+        flags: { turns: boolean; from?: number; to?: number; limit?: number; format: ResumeFormat },
+      ) =>
+        withResumeClient(env, async (_bus, client) => {
+          const range = {
+            ...(flags.from === undefined ? {} : { fromSeq: flags.from }),
+            ...(flags.to === undefined ? {} : { toSeq: flags.to }),
+            ...(flags.limit === undefined ? {} : { limit: flags.limit }),
+          };
+          const outcome = flags.turns
+            ? await client.expand.turns(ref, nodeId, range, flags.format)
+            : await client.expand
+                .node(ref, nodeId)
+                .then((o) => (o.ok ? { ok: true as const, body: { node: o.body } } : o));
+          if (!outcome.ok) {
+            note(
+              `cannot expand ${nodeId} of ${ref.tenantId}/${ref.sessionId}: ${outcome.code}: ${outcome.message}`,
+            );
+            process.exitCode = outcome.code === 'node_not_found' ? 2 : 3;
+            return;
+          }
+          write(JSON.stringify(outcome.body, null, 2));
+        }),
+    );
+}
+
 function ingestCommand(env: Env): Command {
   return new Command('ingest')
     .description(
@@ -314,6 +359,7 @@ export function tidemarkProgram(env: Env = process.env): Command {
     .addCommand(replayCommand(env))
     .addCommand(inspectCommand(env))
     .addCommand(resumeCommand(env))
+    .addCommand(expandCommand(env))
     .addCommand(ingestCommand(env))
     .addCommand(mcpCommand(env))
     .addCommand(reportCommand(env))

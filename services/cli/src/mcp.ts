@@ -62,6 +62,45 @@ const statusTool = {
   inputSchema: { type: 'object' as const, properties: {}, additionalProperties: false },
 };
 
+const expandTool = {
+  name: 'expand',
+  description:
+    "Open one node of this session's summary (a resume names the one it starts from as nodeId): the node's narrative and claims, each with the turn it came from; with turns: true, the raw turns the node covers instead, a page at a time (fromSeq, toSeq, limit).",
+  inputSchema: {
+    type: 'object' as const,
+    properties: {
+      nodeId: { type: 'string', minLength: 1, description: 'The node (compaction) id.' },
+      turns: { type: 'boolean', description: 'The raw turns the node covers instead of the node itself.' },
+      fromSeq: {
+        type: 'integer',
+        minimum: 1,
+        description: "The page's first turn (default: the node's first).",
+      },
+      toSeq: {
+        type: 'integer',
+        minimum: 1,
+        description: "The range's last turn (default: the node's last).",
+      },
+      limit: { type: 'integer', minimum: 1, maximum: 200, description: 'Turns per page (default 200).' },
+      format: {
+        type: 'string',
+        enum: [...resumeFormats],
+        description: 'tidemark ({role, content} messages, the default), or a provider request body format.',
+      },
+    },
+    required: ['nodeId'],
+    additionalProperties: false,
+  },
+};
+
+/** A page's bound of the expand tool: absent, or a positive integer (else the call is refused). */
+const seqBound = (value: unknown): number | undefined | null =>
+  value === undefined
+    ? undefined
+    : Number.isSafeInteger(value) && (value as number) > 0
+      ? (value as number)
+      : null;
+
 /** Serves the session's ledger and resume over `transport` (stdio by default) until the client leaves. */
 export async function serveMcp(
   options: McpOptions,
@@ -155,6 +194,7 @@ export async function serveMcp(
       })),
       resumeTool,
       statusTool,
+      expandTool,
     ],
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
@@ -171,6 +211,27 @@ export async function serveMcp(
         const outcome = await client.status(tenantId, sessionId);
         return outcome.ok
           ? reply(JSON.stringify(outcome.status, null, 2))
+          : failure(`${outcome.code}: ${outcome.message}`);
+      }
+      if (name === expandTool.name) {
+        const nodeId = args['nodeId'];
+        const format = args['format'] ?? 'tidemark';
+        if (typeof nodeId !== 'string' || nodeId.length === 0) return failure('nodeId is required');
+        if (!isResumeFormat(format)) return failure(`format must be one of ${resumeFormats.join(', ')}`);
+        const ref = { tenantId, sessionId };
+        if (args['turns'] !== true) {
+          const outcome = await client.expand.node(ref, nodeId);
+          return outcome.ok
+            ? reply(JSON.stringify({ node: outcome.body }, null, 2))
+            : failure(`${outcome.code}: ${outcome.message}`);
+        }
+        const [fromSeq, toSeq, limit] = [args['fromSeq'], args['toSeq'], args['limit']].map(seqBound);
+        if (fromSeq === null || toSeq === null || limit === null)
+          return failure('fromSeq, toSeq and limit must be positive integers');
+        const range = { ...(fromSeq && { fromSeq }), ...(toSeq && { toSeq }), ...(limit && { limit }) };
+        const outcome = await client.expand.turns(ref, nodeId, range, format);
+        return outcome.ok
+          ? reply(JSON.stringify(outcome.body, null, 2))
           : failure(`${outcome.code}: ${outcome.message}`);
       }
       return await record(name, args);
