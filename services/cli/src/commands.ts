@@ -335,7 +335,7 @@ function reportCommand(env: Env): Command {
 function mcpCommand(env: Env): Command {
   return new Command('mcp')
     .description(
-      "Serve one session to an agent over MCP (stdio): tools to record a constraint, supersede it, reject an approach and record a failure (each appended to the session's turns), and the session's resume and status. The server is the session's writer.",
+      "Serve one session to an agent over MCP (stdio): tools to record a constraint, supersede it, reject an approach and record a failure (each appended to the session's turns), and the session's resume, status and expand (a node of its summary, or the turns it covers). The server is the session's writer.",
     )
     .argument('<tenant/session>', 'the session, e.g. acme/checkout-refactor', sessionArgument)
     .action(async (ref: SessionRef) => {
