@@ -194,34 +194,45 @@ export class L0Reader {
     return Number.isSafeInteger(timestamp) && timestamp >= 0 ? timestamp : null;
   }
 
-  /** The session's turns fromSeq..toSeq, in seq order (the first record of each seq wins). */
-  async read(span: L0Span): Promise<TurnEvent[]> {
-    const turns: TurnEvent[] = [];
-    let next = span.fromSeq;
-    let offset = span.fromOffset;
-    while (offset <= span.toOffset && next <= span.toSeq) {
-      const messages = await this.fetchAt(span.topic, span.partition, offset);
-      // Nothing at or past the offset: the end of the partition, the span's end is not readable (yet).
-      if (messages.length === 0) break;
+  /**
+   * One session's records (by key) of a partition from `fromOffset` to `toOffset` (inclusive), in offset
+   * order, read forward a Fetch at a time; stops early at the end of the partition. Control records
+   * (transaction markers) and other sessions' records are skipped.
+   */
+  async *keyedRecords(
+    topic: string,
+    partition: number,
+    key: string,
+    fromOffset: number,
+    toOffset: number,
+  ): AsyncGenerator<L0Record> {
+    for (let offset = fromOffset; offset <= toOffset;) {
+      const messages = await this.fetchAt(topic, partition, offset);
+      // Nothing at or past the offset: the end of the partition.
+      if (messages.length === 0) return;
       for (const message of messages) {
         const at = Number(message.offset);
         offset = at + 1;
-        if (at > span.toOffset) break;
-        // Control records (transaction markers) and other sessions' records carry none of our turns.
-        if (message.isControlRecord === true || message.key?.toString('utf8') !== span.key) continue;
-        const turn = await this.#decode({
-          topic: span.topic,
-          partition: span.partition,
-          offset: at,
-          key: message.key,
-          value: message.value,
-        });
-        // A record the materializer refused is not in the projection either: skip it like a repeat.
-        if (turn === null || turn.seq !== next) continue;
-        turns.push(turn);
-        next += 1;
-        if (next > span.toSeq) break;
+        if (at > toOffset) return;
+        if (message.isControlRecord === true || message.key?.toString('utf8') !== key) continue;
+        yield { topic, partition, offset: at, key: message.key, value: message.value };
       }
+    }
+  }
+
+  /** The session's turns fromSeq..toSeq, in seq order (the first record of each seq wins). */
+  async read(span: L0Span): Promise<TurnEvent[]> {
+    const turns: TurnEvent[] = [];
+    if (span.fromSeq > span.toSeq) return turns;
+    let next = span.fromSeq;
+    const records = this.keyedRecords(span.topic, span.partition, span.key, span.fromOffset, span.toOffset);
+    for await (const record of records) {
+      const turn = await this.#decode(record);
+      // A record the materializer refused is not in the projection either: skip it like a repeat.
+      if (turn === null || turn.seq !== next) continue;
+      turns.push(turn);
+      next += 1;
+      if (next > span.toSeq) break;
     }
     return turns;
   }

@@ -73,24 +73,16 @@ export class SessionHistory {
     const bounds = offsets.find((o) => o.partition === partition);
     if (bounds === undefined) throw new Error(`${topic} has no partition ${partition}`);
     const end = Math.min(Number(bounds.high), range.before ?? Number.MAX_SAFE_INTEGER);
+    const from = Math.max(Number(bounds.low), range.from ?? 0);
     const records: DecodedRecord<EventsByRole[R]>[] = [];
-    for (let offset = Math.max(Number(bounds.low), range.from ?? 0); offset < end;) {
-      const messages = await this.#reader.fetchAt(topic, partition, offset);
-      if (messages.length === 0) break;
-      for (const message of messages) {
-        const at = Number(message.offset);
-        offset = at + 1;
-        if (at >= end) break;
-        if (message.isControlRecord === true || message.key?.toString('utf8') !== key) continue;
-        const raw = { topic, partition, offset: at, key: message.key, value: message.value };
-        const decoded = await decodeRecord(
-          role,
-          raw,
-          (id) => this.#source.registry.writer(id),
-          this.#source.maxEventBytes,
-        );
-        if (decoded.ok) records.push({ raw, value: decoded.value });
-      }
+    for await (const raw of this.#reader.keyedRecords(topic, partition, key, from, end - 1)) {
+      const decoded = await decodeRecord(
+        role,
+        { ...raw },
+        (id) => this.#source.registry.writer(id),
+        this.#source.maxEventBytes,
+      );
+      if (decoded.ok) records.push({ raw, value: decoded.value });
     }
     return { partition, records };
   }

@@ -14,6 +14,7 @@ import type {
   DispositionFact,
   ItemEnd,
   ItemFact,
+  ItemOpened,
   StateAtBoundary,
   StateChange,
   TurnEvent,
@@ -111,16 +112,7 @@ export class SessionFold {
         if (this.#items.has(change.itemId)) {
           return { reason: 'duplicate_item', message: `item ${change.itemId} was already opened` };
         }
-        this.#items.set(change.itemId, {
-          itemId: change.itemId,
-          kind: change.kind,
-          name: change.name,
-          detail: change.detail,
-          handle: change.handle,
-          logPath: change.logPath,
-          openedSeq: seq,
-          end: null,
-        });
+        this.#items.set(change.itemId, { ...openedItem(change, seq), end: null });
         return null;
       }
       case 'item_closed': {
@@ -273,4 +265,17 @@ function appendTo<T>(map: Map<string, T[]>, key: string, value: T): void {
   const list = map.get(key);
   if (list === undefined) map.set(key, [value]);
   else list.push(value);
+}
+
+/** An item as its opening change at `seq` makes it (the fold's and the Redis projection's alike). */
+export function openedItem(change: ItemOpened, seq: number): Omit<ItemFact, 'end'> {
+  return {
+    itemId: change.itemId,
+    kind: change.kind,
+    name: change.name,
+    detail: change.detail,
+    handle: change.handle,
+    logPath: change.logPath,
+    openedSeq: seq,
+  };
 }

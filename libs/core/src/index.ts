@@ -22,7 +22,7 @@ export {
 } from './ids.js';
 export { estimateTokens, fitToBudget } from './tokens.js';
 
-export { foldTurns, SessionFold } from './fold.js';
+export { foldTurns, openedItem, SessionFold } from './fold.js';
 export {
   conflictMessage,
   validateChange,

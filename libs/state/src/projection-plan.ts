@@ -1,11 +1,11 @@
 import {
+  openedItem,
   validateChange,
   validateTurn,
   type ApplyResult,
   type ArtifactFact,
   type DispositionFact,
   type ItemEnd,
-  type ItemFact,
   type StateChange,
   type TurnEvent,
 } from '@tidemark/core';
@@ -70,18 +70,8 @@ export function planTurn(positioned: PositionedTurn): TurnPlan {
 function changeArgs(change: StateChange, index: number, seq: number): string[] {
   const i = String(index);
   switch (change.type) {
-    case 'item_opened': {
-      const item: Omit<ItemFact, 'end'> = {
-        itemId: change.itemId,
-        kind: change.kind,
-        name: change.name,
-        detail: change.detail,
-        handle: change.handle,
-        logPath: change.logPath,
-        openedSeq: seq,
-      };
-      return ['O', i, change.itemId, JSON.stringify(item), '', ''];
-    }
+    case 'item_opened':
+      return ['O', i, change.itemId, JSON.stringify(openedItem(change, seq)), '', ''];
     case 'item_closed': {
       // `type` first: projection-state-at.lua tells a close from a disposition by the JSON's start.
       const end: ItemEnd = { type: 'closed', outcome: change.outcome, detail: change.detail, seq };

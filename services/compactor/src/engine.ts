@@ -162,7 +162,10 @@ export class CompactionEngine {
           restored = await ingest(start, history, this.#context(start, atHand), (turn) =>
             atHand.turns.set(turn.seq, turn),
           );
-          if (restored.stopped !== null) throw new StateUnavailableError('timeout', key);
+          // As for a batch: state not there yet is retried; a broken projection stops compaction (below).
+          if (restored.stopped === 'timeout' || restored.stopped === 'rebuilding') {
+            throw new StateUnavailableError(restored.stopped, key);
+          }
           for (const made of restored.produced) atHand.nodes.set(made.node.compactionId, made);
           start = restored.window;
           metrics.windowsRestored.inc();

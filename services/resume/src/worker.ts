@@ -147,12 +147,13 @@ export class ResumeWorker {
     if (missing.length > 0) {
       let loaded = await plans.load(missing);
       if (!loaded.ok) return this.#storeLost();
-      const expired = missing.filter((ref) => loaded.ok && loaded.sessions.get(sessionKeyOf(ref))!.expired);
+      const { epoch: loadedEpoch, sessions: loadedSessions } = loaded;
+      const expired = missing.filter((ref) => loadedSessions.get(sessionKeyOf(ref))!.expired);
       if (expired.length > 0) {
         // Rebuilt from the topics first (the batch's own decisions among them), then loaded as any other.
         const { restoreExpired } = this.#options;
         if (restoreExpired === undefined) throw new Error('expired plans and no way to restore them');
-        await Promise.all(expired.map((ref) => restoreExpired(loaded.ok ? loaded.epoch : '', ref)));
+        await Promise.all(expired.map((ref) => restoreExpired(loadedEpoch, ref)));
         metrics.restored.inc(expired.length);
         loaded = await plans.load(missing);
         if (!loaded.ok) return this.#storeLost();

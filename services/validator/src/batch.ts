@@ -127,7 +127,8 @@ export async function decideBatch(
       throw new RetriableBatchError('the frame store has no epoch after a rebuild');
     }
   }
-  const expired = loads.filter((ref) => loaded.ok && loaded.sessions.get(sessionKeyOf(ref))!.expired);
+  const firstLoad = loaded.sessions;
+  const expired = loads.filter((ref) => firstLoad.get(sessionKeyOf(ref))!.expired);
   if (expired.length > 0) {
     // Never decided on a frame that is not there: restored first, then read like any other.
     if (deps.restoreExpired === undefined)
