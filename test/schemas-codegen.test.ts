@@ -26,6 +26,7 @@ describe('schemas codegen', () => {
       'DeadLetter.generated.ts',
       'MarkerEmitted.generated.ts',
       'MarkerInvalid.generated.ts',
+      'MarkerRevocation.generated.ts',
       'TurnEvent.generated.ts',
       'index.generated.ts',
     ]);
@@ -44,6 +45,7 @@ describe('schemas codegen', () => {
       'DeadLetter.avsc',
       'MarkerEmitted.avsc',
       'MarkerInvalid.avsc',
+      'MarkerRevocation.avsc',
       'TurnEvent.avsc',
     ]);
     const source = generate(schemas);

@@ -29,6 +29,7 @@ export const recordNames: readonly RecordName[] = [
   'Compaction',
   'MarkerEmitted',
   'MarkerInvalid',
+  'MarkerRevocation',
   'DeadLetter',
 ];
 
@@ -149,6 +150,8 @@ export function recordOf<R extends TopicRole>(role: R, event: EventsByRole[R]): 
       return 'TurnEvent';
     case 'compactions':
       return 'Compaction';
+    case 'revocations':
+      return 'MarkerRevocation';
     case 'deadletter':
       return 'DeadLetter';
     case 'markers': {

@@ -4,16 +4,23 @@ import {
   type Compaction,
   type DeadLetter,
   type MarkerDecision,
+  type MarkerRevocation,
   type TurnEvent,
 } from '@tidemark/core';
 
 // Topics, keys and which records each topic carries: the one place that holds them.
 
-export type TopicRole = 'turns' | 'compactions' | 'markers' | 'deadletter';
+export type TopicRole = 'turns' | 'compactions' | 'markers' | 'revocations' | 'deadletter';
 export type TopicNames = Readonly<Record<TopicRole, string>>;
 
 /** Every role, in pipeline order. */
-export const topicRoles: readonly TopicRole[] = ['turns', 'compactions', 'markers', 'deadletter'];
+export const topicRoles: readonly TopicRole[] = [
+  'turns',
+  'compactions',
+  'markers',
+  'revocations',
+  'deadletter',
+];
 
 /**
  * The service that dead-letters a topic's bad records: its first reader (the materializer owns L0's
@@ -23,6 +30,7 @@ export const deadLetterOwners: Readonly<Record<TopicRole, string | null>> = {
   turns: 'materializer',
   compactions: 'validator',
   markers: 'resume',
+  revocations: 'validator',
   deadletter: null,
 };
 
@@ -31,16 +39,19 @@ export interface EventsByRole {
   turns: TurnEvent;
   compactions: Compaction;
   markers: MarkerDecision;
+  revocations: MarkerRevocation;
   deadletter: DeadLetter;
 }
 
 /** The Avro record names (in namespace tidemark.v1) that may appear on each role's topic. */
-export type RecordName = 'TurnEvent' | 'Compaction' | 'MarkerEmitted' | 'MarkerInvalid' | 'DeadLetter';
+export type RecordName =
+  'TurnEvent' | 'Compaction' | 'MarkerEmitted' | 'MarkerInvalid' | 'MarkerRevocation' | 'DeadLetter';
 
 export const recordsByRole: Readonly<Record<TopicRole, readonly RecordName[]>> = {
   turns: ['TurnEvent'],
   compactions: ['Compaction'],
   markers: ['MarkerEmitted', 'MarkerInvalid'],
+  revocations: ['MarkerRevocation'],
   deadletter: ['DeadLetter'],
 };
 
@@ -48,6 +59,7 @@ export const baseTopicNames: TopicNames = {
   turns: 'turns.l0',
   compactions: 'compactions',
   markers: 'markers',
+  revocations: 'marker-revocations',
   deadletter: 'deadletter',
 };
 
@@ -57,6 +69,7 @@ export function topicNames(prefix = ''): TopicNames {
     turns: `${prefix}${baseTopicNames.turns}`,
     compactions: `${prefix}${baseTopicNames.compactions}`,
     markers: `${prefix}${baseTopicNames.markers}`,
+    revocations: `${prefix}${baseTopicNames.revocations}`,
     deadletter: `${prefix}${baseTopicNames.deadletter}`,
   };
 }
@@ -75,7 +88,8 @@ export function subjectOf(topic: string, record: RecordName): string {
 export const defaultPartitions = 4;
 
 // Event topics keep everything: turns.l0 is the source of truth and is replayed from the start, and
-// compactions and markers are replayed with it. Dead letters are diagnostics, kept for 30 days.
+// compactions and markers are replayed with it; revocations are the operators' audit trail. Dead letters
+// are diagnostics, kept for 30 days.
 const keepForever = { 'retention.ms': '-1', 'cleanup.policy': 'delete' } as const;
 const thirtyDays = String(30 * 24 * 60 * 60 * 1000);
 
@@ -88,6 +102,7 @@ export function topicSettings(
     case 'turns':
     case 'compactions':
     case 'markers':
+    case 'revocations':
       return { numPartitions: partitions, replicationFactor: -1, configEntries: entries(keepForever) };
     case 'deadletter':
       return {

@@ -1,8 +1,10 @@
 import {
+  revocationIdOf,
   validateTurn,
   type Compaction,
   type DeadLetter,
   type MarkerDecision,
+  type MarkerRevocation,
   type TurnEvent,
 } from '@tidemark/core';
 import { sessionKey, type EventsByRole, type TopicRole } from './topics.js';
@@ -52,6 +54,8 @@ export function validateEvent<R extends TopicRole>(role: R, event: EventsByRole[
       return validateCompaction(event as Compaction);
     case 'markers':
       return validateMarker(event as MarkerDecision);
+    case 'revocations':
+      return validateRevocation(event as MarkerRevocation);
     case 'deadletter':
       return validateDeadLetter(event as DeadLetter);
     default: {
@@ -134,6 +138,16 @@ export function validateMarker(m: MarkerDecision): EventValidation {
   return valid;
 }
 
+export function validateRevocation(r: MarkerRevocation): EventValidation {
+  const empty = firstEmpty(r, ['revocationId', 'tenantId', 'sessionId', 'markerId', 'reason', 'requestedBy']);
+  if (empty !== null) return missing(`${empty} is empty`);
+  const { tenantId, sessionId, markerId } = r;
+  if (r.revocationId !== revocationIdOf({ tenantId, sessionId, markerId })) {
+    return invalid('revocationId is not the id of this session and marker (core revocationIdOf)');
+  }
+  return valid;
+}
+
 export function validateDeadLetter(d: DeadLetter): EventValidation {
   const empty = firstEmpty(d, ['originalTopic', 'service']);
   if (empty !== null) return missing(`${empty} is empty`);
@@ -153,6 +167,6 @@ export function expectedKey<R extends TopicRole>(role: R, event: EventsByRole[R]
     const key = (event as DeadLetter).key;
     return key === null ? null : Buffer.from(key).toString('utf8');
   }
-  const { tenantId, sessionId } = event as TurnEvent | Compaction | MarkerDecision;
+  const { tenantId, sessionId } = event as TurnEvent | Compaction | MarkerDecision | MarkerRevocation;
   return sessionKey(tenantId, sessionId);
 }

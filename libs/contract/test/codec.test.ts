@@ -74,7 +74,14 @@ describe('the wire-format vectors in schemas/vectors', () => {
       new Set(['item_opened', 'item_closed', 'item_disposed', 'artifact_recorded']),
     );
     expect(new Set(vectors.map((v) => v.record))).toEqual(
-      new Set<RecordName>(['TurnEvent', 'Compaction', 'MarkerEmitted', 'MarkerInvalid', 'DeadLetter']),
+      new Set<RecordName>([
+        'TurnEvent',
+        'Compaction',
+        'MarkerEmitted',
+        'MarkerInvalid',
+        'MarkerRevocation',
+        'DeadLetter',
+      ]),
     );
   });
 });

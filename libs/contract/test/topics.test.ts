@@ -7,6 +7,7 @@ describe('topics', () => {
       turns: 'turns.l0',
       compactions: 'compactions',
       markers: 'markers',
+      revocations: 'marker-revocations',
       deadletter: 'deadletter',
     });
     expect(topicNames('t-1.').turns).toBe('t-1.turns.l0');

@@ -8,7 +8,15 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { Compaction, DeadLetter, MarkerEmitted, MarkerInvalid, TurnEvent } from '@tidemark/core';
+import {
+  revocationIdOf,
+  type Compaction,
+  type DeadLetter,
+  type MarkerEmitted,
+  type MarkerInvalid,
+  type MarkerRevocation,
+  type TurnEvent,
+} from '@tidemark/core';
 import { encodeBody, type RecordName } from '@tidemark/contract';
 
 export const vectorsDir = fileURLToPath(new URL('../../../schemas/vectors/', import.meta.url));
@@ -201,6 +209,29 @@ const invalid: MarkerInvalid = {
   fallback: { markerId: hex('f'), compactionId: hex('9'), toSeq: 280, l0Partition: 3, l0Offset: 1279 },
 };
 
+const revocation: MarkerRevocation = {
+  revocationId: revocationIdOf({ tenantId: 'acme', sessionId: 'migration-42', markerId: emitted.markerId }),
+  tenantId: 'acme',
+  sessionId: 'migration-42',
+  markerId: emitted.markerId,
+  reason: 'the digest lost the rollback plan',
+  requestedBy: 'operator:0123456789abcdef',
+};
+
+const revoked: MarkerInvalid = {
+  ...emitted,
+  type: 'marker_invalid',
+  cause: 'revoked',
+  violations: [
+    {
+      condition: 'revoked',
+      ids: [emitted.markerId],
+      detail: `${emitted.markerId}: revoked by operator:0123456789abcdef: the digest lost the rollback plan`,
+    },
+  ],
+  fallback: { markerId: null, compactionId: null, toSeq: 0, l0Partition: 3, l0Offset: null },
+};
+
 const deadLetter: DeadLetter = {
   originalTopic: 'turns.l0',
   partition: 3,
@@ -219,6 +250,8 @@ export const vectors: readonly Vector[] = [
   { name: 'compaction', record: 'Compaction', value: compaction },
   { name: 'marker-emitted', record: 'MarkerEmitted', value: emitted },
   { name: 'marker-invalid', record: 'MarkerInvalid', value: invalid },
+  { name: 'marker-revoked', record: 'MarkerInvalid', value: revoked },
+  { name: 'marker-revocation', record: 'MarkerRevocation', value: revocation },
   { name: 'dead-letter', record: 'DeadLetter', value: deadLetter },
 ];
 

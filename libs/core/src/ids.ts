@@ -68,6 +68,15 @@ export function markerIdOf(compactionId: string): string {
   return sha256Hex(canonicalJson({ kind: 'tidemark.marker', compactionId }));
 }
 
+/**
+ * A revocation's id: the session and the marker alone (not the reason, nor who asked), so that revoking
+ * one marker twice is one revocation.
+ */
+export function revocationIdOf(ref: { tenantId: string; sessionId: string; markerId: string }): string {
+  const { tenantId, sessionId, markerId } = ref;
+  return sha256Hex(canonicalJson({ kind: 'tidemark.revocation', tenantId, sessionId, markerId }));
+}
+
 export function policyIdOf(policy: Policy): string {
   return sha256Hex(canonicalJson({ kind: 'tidemark.policy', policy }));
 }

@@ -32,6 +32,7 @@ export type {
   ItemOutcome,
   MarkerEmitted,
   MarkerInvalid,
+  MarkerRevocation,
   OriginalMessage,
   RawCheckpoint,
   ResolvedClaim,
@@ -264,8 +265,11 @@ export type ResumePlan =
       readonly checkpoint: RawCheckpoint;
       /** The first raw turn to append after the checkpoint's node (1 from the session start). */
       readonly rawFromSeq: number;
-      /** no_marker: nothing decided at the frame depth yet; newest_invalid: the newest marker there failed. */
-      readonly reason: 'no_marker' | 'newest_invalid';
+      /**
+       * no_marker: nothing decided at the frame depth yet; newest_invalid: the newest marker there failed;
+       * newest_revoked: an operator revoked it.
+       */
+      readonly reason: 'no_marker' | 'newest_invalid' | 'newest_revoked';
     };
 
 /** One message of a resume context, in the OpenAI chat shape. */

@@ -1,11 +1,13 @@
 import { check, type CheckOptions } from './check.js';
 import { markerEmitted, markerInvalid } from './compaction.js';
+import { markerIdOf } from './ids.js';
 import type {
   Compaction,
   Frame,
   MarkerDecision,
   MarkerEmitted,
   MarkerInvalid,
+  MarkerRevocation,
   RawCheckpoint,
   ResumePlan,
   StateAtBoundary,
@@ -25,6 +27,10 @@ import type {
 // order the compactor publishes them: by boundary (toSeq), then tier, a node's strict repair right
 // after it. That order is a function of L0 and the policy, so the decisions are too. The newest
 // generation frames the session; a resume reads it alone (an older one is superseded as a whole).
+//
+// `decideRevocation(request, state)` is the other command: an operator's revocation of a trusted marker
+// becomes one MarkerInvalid with cause revoked (nothing for a marker not trusted, or revoked already);
+// evolve remembers the revoked marker, so no later decision trusts it again.
 
 /** Where a generation's fold stands: the boundary and tier of the last verdict. */
 export interface Slot {
@@ -45,6 +51,8 @@ export interface GenerationFrame {
   readonly decidedAt: readonly string[];
   /** The compaction of that slot whose strict repair is to be decided next, or null. */
   readonly repairWanted: string | null;
+  /** Markers an operator revoked, in the order of their revocation: never trusted again. */
+  readonly revoked: readonly string[];
 }
 
 /** A session's frame state: one entry per generation, oldest first. */
@@ -94,10 +102,16 @@ export function decide(command: DecideCompaction, state: SessionFrameState): Mar
 export function evolve(state: SessionFrameState, decision: MarkerDecision): SessionFrameState {
   const current = generationOf(state, decision.generation);
   if (!isVerdict(decision)) {
-    // A depth invalidation: the marker is no longer trusted (again, if redelivered).
+    // A depth invalidation or a revocation: the marker is no longer trusted (again, if redelivered).
     if (current === null) return state;
     const trusted = current.trusted.filter((marker) => marker.markerId !== decision.markerId);
-    return trusted.length === current.trusted.length ? state : replace(state, { ...current, trusted });
+    const revoking =
+      decision.type === 'marker_invalid' &&
+      decision.cause === 'revoked' &&
+      !current.revoked.includes(decision.markerId);
+    if (trusted.length === current.trusted.length && !revoking) return state;
+    const revoked = revoking ? [...current.revoked, decision.markerId] : current.revoked;
+    return replace(state, { ...current, trusted, revoked });
   }
   const slot: Slot = { toSeq: decision.toSeq, tier: decision.depth };
   const order = current === null ? 1 : compareSlots(slot, current.at);
@@ -105,7 +119,8 @@ export function evolve(state: SessionFrameState, decision: MarkerDecision): Sess
     return state; // a redelivered verdict: its slot was passed, or it is in the slot already
   const node = { compactionId: decision.compactionId, tier: decision.depth, generation: decision.generation };
   const trusted = (current?.trusted ?? []).filter((marker) => marker.markerId !== decision.markerId);
-  if (decision.type === 'marker_emitted') trusted.push(decision);
+  const revoked = current?.revoked ?? [];
+  if (decision.type === 'marker_emitted' && !revoked.includes(decision.markerId)) trusted.push(decision);
   return replace(state, {
     generation: decision.generation,
     frame: advanceFrame(current?.frame ?? null, node),
@@ -116,7 +131,49 @@ export function evolve(state: SessionFrameState, decision: MarkerDecision): Sess
         ? [...current.decidedAt, decision.compactionId]
         : [decision.compactionId],
     repairWanted: decision.type === 'marker_invalid' && repairable(decision) ? decision.compactionId : null,
+    revoked,
   });
+}
+
+/** A revocation to decide: the request, as the revocations topic carries it. */
+export interface DecideRevocation {
+  readonly revocation: MarkerRevocation;
+}
+
+/**
+ * The decision a revocation causes: a MarkerInvalid with cause revoked for a marker trusted in any
+ * generation, falling back as a failed check would (the newest other trusted marker at the frame's
+ * depth, or the session start); nothing for a marker that is not trusted (never emitted, invalidated,
+ * or revoked already), so a second revocation of a marker is no decision at all.
+ */
+export function decideRevocation(command: DecideRevocation, state: SessionFrameState): MarkerDecision[] {
+  const { markerId, reason, requestedBy } = command.revocation;
+  for (const current of state.generations) {
+    const marker = current.trusted.find((m) => m.markerId === markerId);
+    if (marker === undefined) continue;
+    const others = current.trusted.filter((m) => m !== marker);
+    return [
+      {
+        ...marker,
+        type: 'marker_invalid',
+        cause: 'revoked',
+        violations: [
+          {
+            condition: 'revoked',
+            ids: [markerId],
+            detail: `${markerId}: revoked by ${requestedBy}: ${reason}`,
+          },
+        ],
+        fallback: rawCheckpoint(current.frame, others, marker.l0Partition),
+      },
+    ];
+  }
+  return [];
+}
+
+/** Whether an operator revoked this marker (in any generation). */
+export function isRevoked(state: SessionFrameState, markerId: string): boolean {
+  return state.generations.some((g) => g.revoked.includes(markerId));
 }
 
 /** The state a list of decisions (a session's markers, in log order) folds to. */
@@ -179,7 +236,12 @@ export function resumePlan(
     frame,
     checkpoint,
     rawFromSeq: checkpoint.toSeq + 1,
-    reason: frame === null ? 'no_marker' : 'newest_invalid',
+    reason:
+      frame === null
+        ? 'no_marker'
+        : current!.revoked.includes(markerIdOf(frame.nodeId))
+          ? 'newest_revoked'
+          : 'newest_invalid',
   };
 }
 

@@ -9,7 +9,7 @@ import { StoreLifecycle } from './store-lifecycle.js';
 // rebuilt from the markers topic; the epoch says whether it still has to be.
 //
 // Keys (under the prefix, one hash tag per session so one session's keys share a cluster slot):
-//   frames:epoch:3               the epoch of the current store; absent = lost, never built, or built by
+//   frames:epoch:4               the epoch of the current store; absent = lost, never built, or built by
 //                                an older version (`:2`: the session decider's state), which is rebuilt
 //   frames:lock                  held by the one validator rebuilding the store
 //   frame:{tenant/session}       hash: v (version), e (epoch), s (the decider's state, JSON)

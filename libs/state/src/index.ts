@@ -14,6 +14,7 @@ export { PlanStore, type PlanWrite } from './plans.js';
 export {
   FrameStore,
   sessionKeyOf,
+  type FrameLoad,
   type FrameWrite,
   type LoadedSession,
   type RestoredSession,

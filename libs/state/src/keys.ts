@@ -7,13 +7,14 @@ import { sessionKey } from '@tidemark/core';
 //
 //   store        lifecycle (epoch, lock)                 session keys
 //   projection   proj:epoch:5, proj:lock                 proj:{t/s}:<part>, proj:stalled (below)
-//   frames       frames:epoch:3, frames:lock             frame:{t/s}, decided:{t/s}, frame-seen:{t/s}
-//   plans        resume:epoch:3, resume:rebuild-lock     resume:{t/s}, resume-nodes:{t/s}, resume-ctx:{t/s},
+//   frames       frames:epoch:4, frames:lock             frame:{t/s}, decided:{t/s}, frame-seen:{t/s}
+//   plans        resume:epoch:4, resume:rebuild-lock     resume:{t/s}, resume-nodes:{t/s}, resume-ctx:{t/s},
 //                                                        resume-seen:{t/s}
 //   windows      cmp:<ns>:epoch:5, cmp:<ns>:lock         cmp:<ns>:{t/s}
 //
 // Epoch keys name the layout's version (`:3`): a store built by an older layout reads as absent and is
-// rebuilt from the topics. 3: `{` and `}` in ids are escaped in the hash tag (stalled index added).
+// rebuilt from the topics. 3: `{` and `}` in ids are escaped in the hash tag (stalled index added). 4: the
+// session decider's state names the markers an operator revoked.
 // Windows 4: a window names its nodes, whose bodies are in the session's `nodes` hash. Windows 5: one
 // hash per session holds the window, its turns and its nodes. Projection 4:
 // early turns are parked (`parked`), a stall is meta's `stalledAt`, and a turn's position is in `turns`
@@ -47,7 +48,7 @@ export interface StoreLayout {
 }
 
 /** The version of the key layout and stored shapes, in every epoch key (see the top of this file). */
-const layoutVersion = 3;
+const layoutVersion = 4;
 /** The windows' own: 5 since one hash per session holds the window, its turns and its nodes. */
 const windowsLayoutVersion = 5;
 /** The projection's own: 5 since the watermark is the count of turns applied (see the top of this file). */

@@ -10,7 +10,7 @@ import { StoreLifecycle } from './store-lifecycle.js';
 // whether it still has to be rebuilt.
 //
 // Keys (under the prefix, one hash tag per session so one session's keys share a cluster slot):
-//   resume:epoch:3              the epoch of the current store; absent = lost, never built, or built by
+//   resume:epoch:4              the epoch of the current store; absent = lost, never built, or built by
 //                               an older version (`:2`: the session decider's state), which is rebuilt
 //   resume:rebuild-lock         held by the one worker rebuilding the store
 //   resume:{tenant/session}     hash: v (version), e (epoch), s (worker state JSON), p (plan JSON),

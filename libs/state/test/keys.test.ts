@@ -97,8 +97,8 @@ describe('projection keys', () => {
     expect(new Set(all).size).toBe(all.length);
     expect(layouts.map((l) => l.epochKey)).toEqual([
       'p:proj:epoch:5',
-      'p:frames:epoch:3',
-      'p:resume:epoch:3',
+      'p:frames:epoch:4',
+      'p:resume:epoch:4',
       'p:cmp:g1:x:epoch:5',
     ]);
   });

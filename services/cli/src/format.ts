@@ -17,6 +17,12 @@ export function describeDecision(decision: MarkerDecision, node: Compaction | un
     node === undefined ? '' : ` ${node.summarizer}${node.attempt > 0 ? ` (repair ${node.attempt})` : ''}`;
   if (decision.type === 'marker_emitted')
     return `✓ emitted  ${where}${how}  marker ${short(decision.markerId)}`;
+  if (decision.cause === 'revoked') {
+    // The detail names who revoked it and why; the id is the marker itself.
+    const [revocation] = decision.violations;
+    const why = revocation?.detail.slice(revocation.detail.indexOf(': ') + 2) ?? '';
+    return `✗ revoked  ${where}${how}  marker ${short(decision.markerId)}: ${why}`;
+  }
   const violations = decision.violations.map((v) => `${v.condition} [${v.ids.join(', ')}]`).join('; ');
   const cause = decision.cause === 'depth_change' ? 'invalidated (frame depth changed)' : 'invalid';
   return `✗ ${cause}  ${where}${how}  marker ${short(decision.markerId)}: ${violations}`;

@@ -19,7 +19,7 @@ export interface ResumeResult {
   /** The node whose narrative and state open the context; null when it is the raw log alone. */
   readonly nodeId: string | null;
   /** Raw mode only: why (no_marker, newest_invalid). */
-  readonly reason: 'no_marker' | 'newest_invalid' | null;
+  readonly reason: 'no_marker' | 'newest_invalid' | 'newest_revoked' | null;
   readonly frame: Frame | null;
   /** The raw turns appended after the node: rawFromSeq..rawToSeq (none when rawToSeq < rawFromSeq). */
   readonly rawFromSeq: number;
@@ -58,7 +58,7 @@ export interface SessionStatus {
   readonly plan: {
     readonly mode: ResumePlan['mode'];
     /** Raw mode only: why (no_marker, newest_invalid). */
-    readonly reason: 'no_marker' | 'newest_invalid' | null;
+    readonly reason: 'no_marker' | 'newest_invalid' | 'newest_revoked' | null;
     /** The marker the context starts from (digest: the newest; raw: the checkpoint's, or null). */
     readonly markerId: string | null;
     readonly nodeId: string | null;

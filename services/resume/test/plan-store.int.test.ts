@@ -93,7 +93,7 @@ describe('the PlanStore (real Redis)', () => {
     expect(await store.recordContextHash(ref, 'k', 'h1')).toBe('h1');
     expect(await store.recordContextHash(ref, 'k', 'h2')).toBe('h1');
 
-    await redis.del(`${prefix}resume:epoch:3`);
+    await redis.del(`${prefix}resume:epoch:4`);
     expect(await store.read(ref)).toEqual({ ok: false, reason: 'no_epoch' });
     await store.lifecycle.clear();
     expect(await redis.keys(`${prefix}resume*`)).toEqual([]);

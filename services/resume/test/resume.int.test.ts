@@ -189,7 +189,7 @@ describe('the resume service against the real stack', () => {
     );
     expect(after.mode).toBe('digest');
     await waitForResume(second.url, tenantId, sessionId, (b) => b.contextHash === expected.contextHash);
-    expect(await world.redis.exists(`${world.prefix}resume:epoch:3`)).toBe(1);
+    expect(await world.redis.exists(`${world.prefix}resume:epoch:4`)).toBe(1);
     await vi.waitFor(() => expect(second.service.state).toBe('ready'), { timeout: 30_000 });
   });
 

@@ -10,16 +10,10 @@ import {
   type StateAtBoundary,
   TidemarkError,
 } from '@tidemark/core';
-import {
-  sessionKeyOf,
-  type FrameStore,
-  type FrameWrite,
-  type LoadedSession,
-  type SessionRef,
-} from '@tidemark/state';
-import type { Logger } from '@tidemark/service';
+import { sessionKeyOf, type FrameWrite, type LoadedSession, type SessionRef } from '@tidemark/state';
 import { missingState } from './decide.js';
-import type { ValidatorMetrics, WaitResult } from './metrics.js';
+import type { WaitResult } from './metrics.js';
+import { commitDecisions, loadFrames, type WriteAheadDeps } from './write-ahead.js';
 
 // One fetched batch of compactions (one partition, offset order) becomes its decisions:
 //   1. load the frames of the batch's sessions and what the store knows of its compactions (1 round trip)
@@ -49,20 +43,8 @@ export interface ProjectionReader {
   stateAt(query: BoundaryQuery): Promise<StateAtBoundary>;
 }
 
-export interface BatchDeps {
-  readonly frames: Pick<FrameStore, 'load' | 'record' | 'confirm'>;
+export interface BatchDeps extends WriteAheadDeps {
   readonly projection: ProjectionReader;
-  /** Publishes decisions in order, durably (resolves once acknowledged). */
-  readonly publish: (decisions: readonly MarkerDecision[]) => Promise<void>;
-  /** Rebuilds the frame store from the markers topic (the store has no epoch). */
-  readonly rebuild: () => Promise<void>;
-  /**
-   * Rebuilds the frames of sessions that expired (idle past the retention) from the markers topic.
-   * Absent: frames never expire (a store without retention).
-   */
-  readonly restoreExpired?: (epoch: string, sessions: readonly SessionRef[]) => Promise<void>;
-  readonly metrics: ValidatorMetrics;
-  readonly logger: Logger;
   readonly watermarkTimeoutMs: number;
   readonly check?: CheckOptions;
 }
@@ -78,14 +60,6 @@ export type BatchOutcome = {
   readonly decided: number;
   readonly redelivered: number;
 };
-
-/** The batch's frames could not be written as decided (a rebalance, a lost store): it is redelivered. */
-class RetriableBatchError extends TidemarkError<'frame_write_refused'> {
-  override readonly name: string = 'RetriableBatchError';
-  constructor(message: string) {
-    super('frame_write_refused', message, { retriable: true });
-  }
-}
 
 /**
  * Boundaries of the batch the projection has not reached yet, for the pipeline's own reasons: it is
@@ -117,38 +91,14 @@ export async function decideBatch(
     compactionIds: [...new Set(s.inputs.map((i) => i.node.compactionId))],
   }));
 
-  let loaded = await deps.frames.load(loads);
-  if (!loaded.ok) {
-    await deps.rebuild();
-    loaded = await deps.frames.load(loads);
-    if (!loaded.ok) {
-      // Told here (the consumer reports RetriableBatchError at debug): Redis lost the store again.
-      deps.logger.warn('the frame store has no epoch after a rebuild: the batch will be redelivered');
-      throw new RetriableBatchError('the frame store has no epoch after a rebuild');
-    }
-  }
-  const firstLoad = loaded.sessions;
-  const expired = loads.filter((ref) => firstLoad.get(sessionKeyOf(ref))!.expired);
-  if (expired.length > 0) {
-    // Never decided on a frame that is not there: restored first, then read like any other.
-    if (deps.restoreExpired === undefined)
-      throw new RetriableBatchError('expired frames and no way to restore them');
-    await deps.restoreExpired(loaded.epoch, expired);
-    deps.metrics.restored(expired.length);
-    loaded = await deps.frames.load(loads);
-    if (!loaded.ok) throw new RetriableBatchError('the frame store has no epoch');
-    if ([...loaded.sessions.values()].some((session) => session.expired)) {
-      throw new RetriableBatchError('an expired frame could not be restored');
-    }
-  }
-  const { epoch } = loaded;
+  const { epoch, sessions: loadedSessions } = await loadFrames(deps, loads);
 
   // What is new, what was already recorded (re-send those exact bytes), what was already published.
   const toDecide = new Map<string, BatchInput[]>();
   const resend = new Map<string, readonly MarkerDecision[]>(); // compactionId -> recorded decisions
   let redelivered = 0;
   for (const [key, work] of sessions) {
-    const session = loaded.sessions.get(key)!;
+    const session = loadedSessions.get(key)!;
     const fresh: BatchInput[] = [];
     const seen = new Set<string>();
     for (const input of work.inputs) {
@@ -166,7 +116,7 @@ export async function decideBatch(
     if (fresh.length > 0) toDecide.set(key, fresh);
   }
 
-  const decided = await decideSessions(deps, sessions, loaded.sessions, toDecide);
+  const decided = await decideSessions(deps, sessions, loadedSessions, toDecide);
   await heartbeat(); // the wait may have been long
 
   // Publish in record order: within a session, the order decisions were made in.
@@ -181,28 +131,6 @@ export async function decideBatch(
     output.push(...decisions);
   }
 
-  if (decided.writes.length > 0) {
-    const recorded = await deps.frames.record(epoch, decided.writes);
-    if (!recorded.ok) {
-      // Another validator moved these sessions (a rebalance) or Redis lost the store: nothing was
-      // published; the redelivery decides from what the store says then.
-      deps.logger.warn({ reason: recorded.reason, sessions: recorded.sessions }, 'frame write refused');
-      throw new RetriableBatchError(`frame store refused the batch's writes: ${recorded.reason}`);
-    }
-  }
-
-  if (output.length > 0) {
-    await deps.publish(output);
-    const appendedAt = Date.now();
-    for (const decision of output) deps.metrics.decided(decision);
-    for (const input of inputs) {
-      // Redeliveries are not decisions: their latency would measure the outage, not the validator.
-      if (input.appendedAt !== null && decided.byCompaction.has(input.node.compactionId)) {
-        deps.metrics.latency((appendedAt - input.appendedAt) / 1000);
-      }
-    }
-  }
-
   const confirmations = [...sessions.values()]
     .map((s) => ({
       tenantId: s.tenantId,
@@ -210,10 +138,15 @@ export async function decideBatch(
       compactionIds: [...new Set(s.inputs.map((i) => i.node.compactionId))].filter((id) => sentFor.has(id)),
     }))
     .filter((s) => s.compactionIds.length > 0);
-  const unconfirmed = await deps.frames.confirm(epoch, confirmations);
-  if (unconfirmed.length > 0) {
-    // Published but not marked: the store was lost meanwhile. The rebuild reads them back from the topic.
-    deps.logger.warn({ sessions: unconfirmed }, 'published decisions could not be confirmed');
+  await commitDecisions(deps, epoch, decided.writes, output, confirmations);
+  if (output.length > 0) {
+    const appendedAt = Date.now();
+    for (const input of inputs) {
+      // Redeliveries are not decisions: their latency would measure the outage, not the validator.
+      if (input.appendedAt !== null && decided.byCompaction.has(input.node.compactionId)) {
+        deps.metrics.latency((appendedAt - input.appendedAt) / 1000);
+      }
+    }
   }
 
   deps.metrics.batch((performance.now() - started) / 1000, inputs.length);

@@ -24,6 +24,7 @@ import { decideBatch, type BatchInput, type ProjectionReader } from './batch.js'
 import type { ValidatorConfig } from './config.js';
 import { validatorMetrics } from './metrics.js';
 import { rebuildFrames, restoreExpired } from './rebuild.js';
+import { decideRevocations } from './revocations.js';
 
 // The validator service: a thin shell around decide.ts and batch.ts. It consumes compactions in its own
 // group, decides each against the L0 projection, and publishes the decisions to the markers topic.
@@ -66,6 +67,7 @@ export function create(config: ValidatorConfig, deps: ValidatorDeps = {}): Valid
   let history: SessionHistory | null = null;
   let producer: EventProducer | null = null;
   let consumer: EventConsumer | null = null;
+  let revocations: EventConsumer | null = null;
   let phase: ServicePhase = 'idle';
   let stopping: Promise<void> | null = null;
   // While the store has no epoch nobody decides: a batch that finds it missing waits for the rebuild.
@@ -88,7 +90,8 @@ export function create(config: ValidatorConfig, deps: ValidatorDeps = {}): Valid
     // Nothing answers a frozen Redis or broker: the pings have a deadline.
     dependencies: connectionChecks({ redis: () => redis, kafka: () => bus }, config.DEPENDENCY_TIMEOUT_MS),
     get state() {
-      return stateOf(phase, rebuilds.running, consumer?.ready() ?? false);
+      const ready = (consumer?.ready() ?? false) && (revocations?.ready() ?? false);
+      return stateOf(phase, rebuilds.running, ready);
     },
     async run() {
       phase = 'starting';
@@ -157,11 +160,42 @@ export function create(config: ValidatorConfig, deps: ValidatorDeps = {}): Valid
           logger.debug({ partition: context.partition, ...outcome }, 'batch decided');
         },
       });
-      await consumer.run();
+      // Operators' revocations: decided on the same frames, through the same write-ahead path. Its own
+      // group, so a revocation never waits behind a backlog of compactions.
+      revocations = connected.consumer({
+        groupId: `${config.VALIDATOR_GROUP_ID}-revocations`,
+        role: 'revocations',
+        fromBeginning: true,
+        partitionsConsumedConcurrently: config.PARTITIONS_CONCURRENTLY,
+        sessionTimeout: config.SESSION_TIMEOUT_MS,
+        ...membershipOption(redis, {
+          prefix: config.REDIS_PREFIX,
+          groupId: `${config.VALIDATOR_GROUP_ID}-revocations`,
+          service: 'validator',
+          instanceId: config.INSTANCE_ID,
+        }),
+        reportedBy: isRedisOutageError,
+        onBatch: async (records, context) => {
+          if (records.length === 0) return;
+          const outcome = await decideRevocations(
+            {
+              frames,
+              publish: (decisions) => sender.send('markers', decisions),
+              rebuild,
+              restoreExpired: (epoch, refs) => restoreExpired({ frames, history: sessions }, epoch, refs),
+              metrics,
+              logger,
+            },
+            records.map((record) => record.value),
+          );
+          logger.debug({ partition: context.partition, ...outcome }, 'revocations decided');
+        },
+      });
+      await Promise.all([consumer.run(), revocations.run()]);
       phase = 'running';
       logger.info(
         {
-          topic: topics.compactions,
+          topics: [topics.compactions, topics.revocations],
           group: config.VALIDATOR_GROUP_ID,
           timeoutMs: config.WATERMARK_TIMEOUT_MS,
         },
@@ -173,7 +207,7 @@ export function create(config: ValidatorConfig, deps: ValidatorDeps = {}): Valid
         phase = 'draining';
         await rebuilds.stop();
         // Intake first (the current batch finishes and commits), then the producer, then connections.
-        await consumer?.stop();
+        await Promise.all([consumer?.stop(), revocations?.stop()]);
         await producer?.disconnect();
         await history?.close();
         await bus?.disconnect();

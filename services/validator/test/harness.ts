@@ -6,6 +6,7 @@ import {
   type Claims,
   type Compaction,
   type MarkerDecision,
+  type MarkerRevocation,
   type Policy,
   type StateChange,
   type TurnEvent,
@@ -32,6 +33,8 @@ export interface Harness {
   /** Applies turns to the projection at turns.l0 partition 0, offset seq - 1 (the reference's default). */
   apply(turns: readonly TurnEvent[]): Promise<void>;
   publish(compactions: readonly Compaction[]): Promise<void>;
+  /** Publishes operators' revocations, as the resume service's revoke endpoint does. */
+  revoke(revocations: readonly MarkerRevocation[]): Promise<void>;
   /** Every decision read off the markers topic so far, in log order (per partition). */
   readonly markers: MarkerDecision[];
   /** Waits until `count` decisions were read (or fails after `timeoutMs`). */
@@ -119,6 +122,9 @@ export async function harness(env: Record<string, string> = {}): Promise<Harness
     async publish(compactions) {
       await producer.send('compactions', compactions);
     },
+    async revoke(revocations) {
+      await producer.send('revocations', revocations);
+    },
     async waitForMarkers(count, timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
       while (markers.length < count) {
@@ -143,6 +149,7 @@ export async function harness(env: Record<string, string> = {}): Promise<Harness
       };
       while (
         (await behind(topics.compactions, config.VALIDATOR_GROUP_ID)) ||
+        (await behind(topics.revocations, `${config.VALIDATOR_GROUP_ID}-revocations`)) ||
         (await behind(topics.markers, readerGroup))
       ) {
         if (Date.now() > deadline) throw new Error(`not settled within ${timeoutMs} ms`);

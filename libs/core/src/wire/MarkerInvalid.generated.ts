@@ -5,8 +5,9 @@
 /**
  * The validator's decision that a marker must not be trusted, with every failing condition and the
  * ids that fail it, and the raw checkpoint a resume falls back to. Published to the markers topic,
- * keyed by tenantId/sessionId, at compaction time (cause check) or when a re-compaction changes the
- * frame depth under an emitted marker (cause depth_change). It carries no wall-clock time.
+ * keyed by tenantId/sessionId, at compaction time (cause check), when a re-compaction changes the
+ * frame depth under an emitted marker (cause depth_change), or when an operator revokes an emitted
+ * marker (cause revoked). It carries no wall-clock time.
  */
 export interface MarkerInvalid {
   /** Discriminator of the marker decision: always marker_invalid. */
@@ -33,12 +34,14 @@ export interface MarkerInvalid {
   readonly compactorVersion: string;
   /**
    * check: the candidate failed the check at compaction time. depth_change: an emitted marker was
-   * invalidated because a re-compaction moved the frame to another depth.
+   * invalidated because a re-compaction moved the frame to another depth. revoked: an operator
+   * revoked an emitted marker (a MarkerRevocation on the revocations topic); the violation names
+   * who and why.
    */
   readonly cause: InvalidationCause;
   /**
    * Every failing condition, at most one per condition, in the order closure, retention, depth,
-   * artifacts, unverifiable. Never empty.
+   * artifacts, unverifiable, revoked. Never empty.
    */
   readonly violations: readonly Violation[];
   /** Where a resume falls back to. */
@@ -46,10 +49,10 @@ export interface MarkerInvalid {
 }
 
 /** Why a marker decision was made. */
-export type InvalidationCause = 'check' | 'depth_change';
+export type InvalidationCause = 'check' | 'depth_change' | 'revoked';
 
 /** Every InvalidationCause, in schema order. */
-export const InvalidationCauseSymbols: readonly InvalidationCause[] = ['check', 'depth_change'];
+export const InvalidationCauseSymbols: readonly InvalidationCause[] = ['check', 'depth_change', 'revoked'];
 
 /** One failing condition and every id that fails it. */
 export interface Violation {
@@ -57,7 +60,8 @@ export interface Violation {
   readonly condition: ViolationCondition;
   /**
    * Every id that fails it, sorted and unique: item ids (closure), disposition keys and constraint
-   * ids (retention), artifact paths (artifacts), the node id (depth, unverifiable).
+   * ids (retention), artifact paths (artifacts), the node id (depth, unverifiable), the marker id
+   * (revoked).
    */
   readonly ids: readonly string[];
   /** A deterministic, human-readable account of what failed for each id. */
@@ -65,10 +69,10 @@ export interface Violation {
 }
 
 /** The condition of validity that failed. */
-export type ViolationCondition = 'closure' | 'retention' | 'depth' | 'artifacts' | 'unverifiable';
+export type ViolationCondition = 'closure' | 'retention' | 'depth' | 'artifacts' | 'unverifiable' | 'revoked';
 
 /** Every ViolationCondition, in schema order. */
-export const ViolationConditionSymbols: readonly ViolationCondition[] = ['closure', 'retention', 'depth', 'artifacts', 'unverifiable'];
+export const ViolationConditionSymbols: readonly ViolationCondition[] = ['closure', 'retention', 'depth', 'artifacts', 'unverifiable', 'revoked'];
 
 /**
  * The nearest position a resume is known good from without the invalid marker: the newest marker

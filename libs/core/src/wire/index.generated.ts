@@ -6,4 +6,5 @@ export * from './Compaction.generated.js';
 export * from './DeadLetter.generated.js';
 export * from './MarkerEmitted.generated.js';
 export * from './MarkerInvalid.generated.js';
+export * from './MarkerRevocation.generated.js';
 export * from './TurnEvent.generated.js';
