@@ -4,7 +4,7 @@ import { inFormat, resumeFormats, type ResumeFormat, type ResumeLibraryClient } 
 import { sessionKey, type Bus } from '@tidemark/contract';
 import { loadScenarios, type ScenarioSession } from '@tidemark/scenarios';
 import { commonConfig, createLogger, parseConfig, z } from '@tidemark/service';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import { inputFormats, type InputFormat } from '@tidemark/adapters';
 import { runDemo, policyOverridesOf } from './demo.js';
 import { ingest, IngestError } from './ingest.js';
@@ -15,6 +15,8 @@ import { formatSessionReport } from './format.js';
 import { Journal } from './journal.js';
 import { startPipeline, waitUntilReady, type Env } from './pipeline.js';
 import { preflight } from './preflight.js';
+import { integer, sessionArgument } from './args.js';
+import { demoOperatorToken, revokeCommand } from './revoke.js';
 
 // The `tidemark` command. Where the stack is comes from the environment (KAFKA_BROKERS,
 // SCHEMA_REGISTRY_URL, REDIS_URL, TOPIC_PREFIX, REDIS_PREFIX: the same variables as the services, with
@@ -24,21 +26,6 @@ import { preflight } from './preflight.js';
 const write = (text: string) => process.stdout.write(`${text}\n`);
 const note = (text: string) => process.stderr.write(`${text}\n`);
 
-function sessionArgument(value: string): { tenantId: string; sessionId: string } {
-  const slash = value.indexOf('/');
-  if (slash <= 0 || slash === value.length - 1) {
-    throw new InvalidArgumentError('expected <tenant>/<session>, e.g. acme/migration-strict');
-  }
-  return { tenantId: value.slice(0, slash), sessionId: value.slice(slash + 1) };
-}
-
-const integer = (min: number) => (value: string) => {
-  const parsed = Number(value);
-  if (!Number.isSafeInteger(parsed) || parsed < min)
-    throw new InvalidArgumentError(`must be an integer ≥ ${min}`);
-  return parsed;
-};
-
 /** The token the demo configures for each demo tenant, so `curl` works against `--follow`. */
 export const demoToken = (tenantId: string) => `demo-token-${tenantId}`;
 
@@ -47,10 +34,14 @@ export async function demoEnv(env: Env, scenarios: readonly ScenarioSession[]): 
   const { hashToken } = await import('@tidemark/resume');
   const tenants = [...new Set(scenarios.map((s) => s.tenantId))];
   const tokens = tenants.map((tenant) => `${tenant}:${hashToken(demoToken(tenant))}`);
+  const operators = tenants.map((tenant) => `${tenant}:${hashToken(demoOperatorToken(tenant))}`);
+  const joined = (own: string | undefined, demo: readonly string[]) =>
+    [own, ...demo].filter((t) => t !== undefined && t !== '').join(',');
   return {
     ...env,
     POLICY_OVERRIDES: env.POLICY_OVERRIDES ?? policyOverridesOf(scenarios),
-    RESUME_TOKENS: [env.RESUME_TOKENS, ...tokens].filter((t) => t !== undefined && t !== '').join(','),
+    RESUME_TOKENS: joined(env.RESUME_TOKENS, tokens),
+    OPERATOR_TOKENS: joined(env.OPERATOR_TOKENS, operators),
   };
 }
 
@@ -360,6 +351,7 @@ export function tidemarkProgram(env: Env = process.env): Command {
     .addCommand(inspectCommand(env))
     .addCommand(resumeCommand(env))
     .addCommand(expandCommand(env))
+    .addCommand(revokeCommand(env))
     .addCommand(ingestCommand(env))
     .addCommand(mcpCommand(env))
     .addCommand(reportCommand(env))

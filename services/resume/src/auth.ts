@@ -13,7 +13,12 @@ export interface TokenEntry {
 }
 
 export type Authentication =
-  | { readonly ok: true; readonly tenantId: string }
+  | {
+      readonly ok: true;
+      readonly tenantId: string;
+      /** Which token it was, for an audit trail: the first 16 hex digits of its SHA-256, never the token. */
+      readonly tokenRef: string;
+    }
   | { readonly ok: false; readonly reason: 'missing' | 'malformed' | 'unknown' };
 
 export function hashToken(token: string): string {
@@ -23,8 +28,8 @@ export function hashToken(token: string): string {
 const sha256Hex = z.string().regex(/^[0-9a-fA-F]{64}$/, 'a SHA-256 digest in hex (64 characters)');
 const fileSchema = z.array(z.object({ tenantId: z.string().min(1), tokenSha256: sha256Hex }));
 
-/** Parses `tenant:sha256hex,tenant:sha256hex` (RESUME_TOKENS). */
-export function parseTokenList(value: string): TokenEntry[] {
+/** Parses `tenant:sha256hex,tenant:sha256hex` (RESUME_TOKENS, or another variable named). */
+export function parseTokenList(value: string, variable = 'RESUME_TOKENS'): TokenEntry[] {
   return value
     .split(',')
     .map((part) => part.trim())
@@ -35,19 +40,19 @@ export function parseTokenList(value: string): TokenEntry[] {
       const hex = part.slice(at + 1);
       if (at <= 0 || !sha256Hex.safeParse(hex).success) {
         throw new Error(
-          'RESUME_TOKENS: each entry must be tenant:sha256hex (hash a token with `pnpm hash-token`)',
+          `${variable}: each entry must be tenant:sha256hex (hash a token with \`pnpm hash-token\`)`,
         );
       }
       return { tenantId, digest: Buffer.from(hex, 'hex') };
     });
 }
 
-/** Reads RESUME_TOKENS_FILE: JSON `[{ "tenantId": "...", "tokenSha256": "<hex>" }]`. */
-export function readTokenFile(path: string): TokenEntry[] {
+/** Reads RESUME_TOKENS_FILE (or another variable's file): JSON `[{ "tenantId": "...", "tokenSha256": "<hex>" }]`. */
+export function readTokenFile(path: string, variable = 'RESUME_TOKENS_FILE'): TokenEntry[] {
   const parsed = fileSchema.safeParse(JSON.parse(readFileSync(path, 'utf8')));
   if (!parsed.success) {
     throw new Error(
-      `RESUME_TOKENS_FILE ${path}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      `${variable} ${path}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
     );
   }
   return parsed.data.map((e) => ({ tenantId: e.tenantId, digest: Buffer.from(e.tokenSha256, 'hex') }));
@@ -80,7 +85,8 @@ export class TokenVerifier {
       // Every entry is compared, a match does not stop the scan.
       if (timingSafeEqual(presented, entry.digest) && tenantId === null) tenantId = entry.tenantId;
     }
-    return tenantId === null ? { ok: false, reason: 'unknown' } : { ok: true, tenantId };
+    if (tenantId === null) return { ok: false, reason: 'unknown' };
+    return { ok: true, tenantId, tokenRef: presented.toString('hex').slice(0, 16) };
   }
 }
 
@@ -92,5 +98,24 @@ export function tokensFromConfig(config: {
   return [
     ...(config.RESUME_TOKENS === undefined ? [] : parseTokenList(config.RESUME_TOKENS)),
     ...(config.RESUME_TOKENS_FILE === undefined ? [] : readTokenFile(config.RESUME_TOKENS_FILE)),
+  ];
+}
+
+/**
+ * The operators' tokens (OPERATOR_TOKENS, then OPERATOR_TOKENS_FILE), in the same formats: each may
+ * revoke its tenant's markers. They are separate from the resume tokens an agent runtime holds, so a
+ * leaked runtime token cannot undo a compaction.
+ */
+export function operatorTokensFromConfig(config: {
+  readonly OPERATOR_TOKENS?: string | undefined;
+  readonly OPERATOR_TOKENS_FILE?: string | undefined;
+}): TokenEntry[] {
+  return [
+    ...(config.OPERATOR_TOKENS === undefined
+      ? []
+      : parseTokenList(config.OPERATOR_TOKENS, 'OPERATOR_TOKENS')),
+    ...(config.OPERATOR_TOKENS_FILE === undefined
+      ? []
+      : readTokenFile(config.OPERATOR_TOKENS_FILE, 'OPERATOR_TOKENS_FILE')),
   ];
 }

@@ -31,6 +31,12 @@ export const resumeConfigSchema = z
     RESUME_TOKENS: z.string().optional(),
     /** A JSON file `[{ "tenantId": "...", "tokenSha256": "<hex>" }]`; read with RESUME_TOKENS when both are set. */
     RESUME_TOKENS_FILE: z.string().optional(),
+    /** Operators' tokens, `tenant:sha256hex,…`: each may revoke its tenant's markers (not read sessions). */
+    OPERATOR_TOKENS: z.string().optional(),
+    /** A JSON file of operators' tokens, as RESUME_TOKENS_FILE; read with OPERATOR_TOKENS when both are set. */
+    OPERATOR_TOKENS_FILE: z.string().optional(),
+    /** How long a revoke request waits for the validator's decision before it answers 202 (pending). */
+    REVOKE_WAIT_MS: z.coerce.number().int().min(0).default(10_000),
     /** Run the worker (consume markers and compactions); false for an API-only instance. */
     RESUME_WORKER: z.stringbool().default(true),
     /** Compare every served context with the first one served for the same node and raw span. */

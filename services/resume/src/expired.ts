@@ -2,7 +2,7 @@ import type { Compaction } from '@tidemark/core';
 import type { SessionHistory } from '@tidemark/contract';
 import type { PlanStore, SessionRef } from '@tidemark/state';
 import type { PlanReader } from './client.js';
-import { applyDecisions, emptySessionState, storedPlanOf } from './session-plan.js';
+import { applyDecisions, emptySessionState, storedPlanOf, type SessionPlanState } from './session-plan.js';
 
 // Bounded state: a session's plan and nodes expire STATE_RETENTION_MS after its last plan commit (see
 // PlanStore). An expired session is rebuilt here, from its own records on the compactions and markers
@@ -56,6 +56,22 @@ export class ExpiredPlans {
       found = await this.#plans.node(ref, compactionId);
     }
     return found.ok ? found.node : 'rebuilding';
+  }
+
+  /**
+   * The worker's state of a session (its fold of the markers topic), restoring an expired session
+   * first: null for a session with no decision yet, 'rebuilding' while the store is.
+   */
+  async sessionState(ref: SessionRef): Promise<SessionPlanState | null | 'rebuilding'> {
+    let loaded = await this.#plans.load([ref]);
+    let session = loaded.ok ? [...loaded.sessions.values()][0]! : null;
+    if (loaded.ok && session?.expired === true) {
+      await this.restore(loaded.epoch, ref);
+      loaded = await this.#plans.load([ref]);
+      session = loaded.ok ? [...loaded.sessions.values()][0]! : null;
+    }
+    if (session === null) return 'rebuilding';
+    return session.state === null ? null : (JSON.parse(session.state) as SessionPlanState);
   }
 
   /** The store as a resume reads it, restoring an expired session before it answers. */

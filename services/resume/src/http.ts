@@ -7,6 +7,7 @@ import type { ResumeClient } from './client.js';
 import { ResumeUnavailableError, type ResumeRefusal } from './outcomes.js';
 import type { ExpandOutcome, Expander, TurnRange } from './expand.js';
 import { inFormat, isResumeFormat, resumeFormats, type ResumeFormat } from './formats.js';
+import { RevokeUnavailableError, type Revoker } from './revoke.js';
 import openapi from '../openapi.json' with { type: 'json' };
 
 // The resume HTTP API. The tenant is in the path and must be the token's own: a token of tenant A asking
@@ -17,6 +18,7 @@ import openapi from '../openapi.json' with { type: 'json' };
 type ApiErrorCode =
   | ResumeRefusal
   | 'node_not_found'
+  | 'marker_not_trusted'
   | 'unauthorized'
   | 'forbidden'
   | 'unavailable'
@@ -35,6 +37,7 @@ const statusOf: Readonly<Record<ApiErrorCode, number>> = {
   node_not_found: 404,
   no_plan: 409,
   node_pending: 409,
+  marker_not_trusted: 409,
   projection_behind: 503,
   rebuilding: 503,
   l0_incomplete: 503,
@@ -105,9 +108,12 @@ export function registerResumeRoutes(
     logger: Logger;
     /** Expand (the node routes); absent: not served. */
     expand?: Pick<Expander, 'node' | 'turns'>;
+    /** Revoke, for the holders of operator tokens; absent: not served. */
+    revoke?: { readonly operators: TokenVerifier; readonly revoker: Pick<Revoker, 'revoke'> };
   },
 ): void {
   const { client, tokens, logger } = options;
+  if (options.revoke !== undefined) registerRevokeRoute(http, { tokens, logger, ...options.revoke });
 
   http.get('/openapi.json', () => openapi);
 
@@ -198,6 +204,86 @@ export function registerResumeRoutes(
           message: 'fromSeq, toSeq and limit must be positive integers',
         };
       return expandAnswer(await expand.turns(ref, params.nodeId!, range, format), (page) => page);
+    },
+  );
+}
+
+/** The longest reason a revocation takes (it goes on the markers topic, in the decision's detail). */
+const maxReasonLength = 1000;
+
+/**
+ * Undo a compaction: `POST …/markers/{markerId}/revoke` with `{ "reason": "…" }`, for an operator token
+ * of the session's tenant (a resume token is refused with 403: runtimes read, operators revoke). 200 once
+ * the validator's decision is folded (or when the marker was revoked already), 202 while it is not yet.
+ */
+function registerRevokeRoute(
+  http: FastifyInstance,
+  options: {
+    tokens: TokenVerifier;
+    operators: TokenVerifier;
+    revoker: Pick<Revoker, 'revoke'>;
+    logger: Logger;
+  },
+): void {
+  const { tokens, operators, revoker, logger } = options;
+  type Params = { tenantId: string; sessionId: string; markerId: string };
+  http.post<{ Params: Params; Body: unknown }>(
+    '/v1/sessions/:tenantId/:sessionId/markers/:markerId/revoke',
+    async (request, reply) => {
+      const header = request.headers.authorization;
+      const auth = operators.authenticate(header);
+      if (!auth.ok) {
+        if (tokens.authenticate(header).ok)
+          return fail(reply, 'forbidden', 'revoking needs an operator token, not a resume token');
+        return fail(
+          reply,
+          'unauthorized',
+          auth.reason === 'missing'
+            ? 'an operator bearer token is required'
+            : 'the bearer token is not valid',
+        );
+      }
+      const { tenantId, sessionId, markerId } = request.params;
+      if (auth.tenantId !== tenantId)
+        return fail(reply, 'forbidden', "the token may not revoke this tenant's markers");
+      if (!validId(sessionId)) return fail(reply, 'bad_request', 'the session id is not valid');
+      if (!/^[0-9a-f]{64}$/.test(markerId))
+        return fail(reply, 'bad_request', 'the marker id is 64 lowercase hex digits');
+      const reason = (request.body as { reason?: unknown } | null)?.reason;
+      if (
+        typeof reason !== 'string' ||
+        reason.trim().length === 0 ||
+        reason.length > maxReasonLength ||
+        controlCharacters.test(reason)
+      ) {
+        return fail(
+          reply,
+          'bad_request',
+          `the body must be {"reason": "…"}: why, 1 to ${maxReasonLength} characters, no control characters`,
+        );
+      }
+      const session = sessionRef(tenantId, sessionId);
+      try {
+        const requestedBy = `operator:${auth.tokenRef}`;
+        const outcome = await revoker.revoke({ tenantId, sessionId }, markerId, {
+          reason: reason.trim(),
+          requestedBy,
+        });
+        if (!outcome.ok) return fail(reply, outcome.code, outcome.message);
+        logger.info({ session, markerId, requestedBy, status: outcome.body.status }, 'revoke requested');
+        return reply.code(outcome.body.status === 'pending' ? 202 : 200).send(outcome.body);
+      } catch (error) {
+        if (error instanceof RevokeUnavailableError || error instanceof ResumeUnavailableError) {
+          logger.warn({ err: error, session }, 'revoke unavailable');
+          return fail(
+            reply,
+            'unavailable',
+            'a dependency of the resume service is unavailable; retry shortly',
+          );
+        }
+        logger.error({ err: error, session }, 'revoke failed');
+        return fail(reply, 'internal', 'internal error');
+      }
     },
   );
 }

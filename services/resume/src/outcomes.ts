@@ -18,7 +18,7 @@ export interface ResumeResult {
   readonly markerId: string | null;
   /** The node whose narrative and state open the context; null when it is the raw log alone. */
   readonly nodeId: string | null;
-  /** Raw mode only: why (no_marker, newest_invalid). */
+  /** Raw mode only: why (no_marker, newest_invalid, newest_revoked). */
   readonly reason: 'no_marker' | 'newest_invalid' | 'newest_revoked' | null;
   readonly frame: Frame | null;
   /** The raw turns appended after the node: rawFromSeq..rawToSeq (none when rawToSeq < rawFromSeq). */
@@ -57,7 +57,7 @@ export interface SessionStatus {
   /** The plan resumes follow now; null before the first marker decision. */
   readonly plan: {
     readonly mode: ResumePlan['mode'];
-    /** Raw mode only: why (no_marker, newest_invalid). */
+    /** Raw mode only: why (no_marker, newest_invalid, newest_revoked). */
     readonly reason: 'no_marker' | 'newest_invalid' | 'newest_revoked' | null;
     /** The marker the context starts from (digest: the newest; raw: the checkpoint's, or null). */
     readonly markerId: string | null;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Bus, provisionTopics, SessionHistory, topicNames } from '@tidemark/contract';
+import { Bus, provisionTopics, SessionHistory, topicNames, type EventProducer } from '@tidemark/contract';
 import {
   connectionChecks,
   hostedBy,
@@ -13,13 +13,14 @@ import {
 } from '@tidemark/service';
 import { membershipOption, PlanStore } from '@tidemark/state';
 import { Redis } from 'ioredis';
-import { TokenVerifier, tokensFromConfig, type TokenEntry } from './auth.js';
+import { operatorTokensFromConfig, TokenVerifier, tokensFromConfig, type TokenEntry } from './auth.js';
 import { ResumeUnavailableError } from './outcomes.js';
 import { policiesOf, type ResumeConfig } from './config.js';
 import { registerResumeRoutes } from './http.js';
 import { createResumeClient, type ResumeLibraryClient } from './library.js';
 import { resumeMetrics } from './metrics.js';
 import { ExpiredPlans } from './expired.js';
+import { createRevoker, type Revoker } from './revoke.js';
 import { rebuildPlanStore } from './store-rebuild.js';
 import { ResumeWorker } from './worker.js';
 
@@ -32,6 +33,8 @@ export interface ResumeDeps extends HostedDeps {
   readonly host?: ServiceHost;
   /** Tokens, overriding RESUME_TOKENS / RESUME_TOKENS_FILE (tests). */
   readonly tokens?: readonly TokenEntry[];
+  /** Operators' tokens, overriding OPERATOR_TOKENS / OPERATOR_TOKENS_FILE (tests). */
+  readonly operatorTokens?: readonly TokenEntry[];
 }
 
 export interface ResumeService extends Service {
@@ -60,6 +63,8 @@ export function create(config: ResumeConfig, deps: ResumeDeps = {}): ResumeServi
   let worker: ResumeWorker | null = null;
   let plans: PlanStore | null = null;
   let history: SessionHistory | null = null;
+  let revoker: Revoker | null = null;
+  let producer: Promise<EventProducer> | null = null;
   let watcher: NodeJS.Timeout | null = null;
   let phase: ServicePhase = 'idle';
   const stopped = (): boolean => phase === 'draining' || phase === 'stopped';
@@ -83,6 +88,12 @@ export function create(config: ResumeConfig, deps: ResumeDeps = {}): ResumeServi
       expand: {
         node: (ref, nodeId) => started((c) => c.expand.node(ref, nodeId)),
         turns: (ref, nodeId, range, format) => started((c) => c.expand.turns(ref, nodeId, range, format)),
+      },
+      revoke: {
+        operators: new TokenVerifier(deps.operatorTokens ?? operatorTokensFromConfig(config)),
+        revoker: {
+          revoke: (ref, markerId, request) => started(() => revoker!.revoke(ref, markerId, request)),
+        },
       },
     });
   }
@@ -168,6 +179,24 @@ export function create(config: ResumeConfig, deps: ResumeDeps = {}): ResumeServi
       'resume',
     );
     plans = new PlanStore(redis, { prefix: config.REDIS_PREFIX, retentionMs: config.STATE_RETENTION_MS });
+    const connected = bus;
+    const expiredPlans = new ExpiredPlans(plans, (history ??= new SessionHistory(bus)));
+    revoker = createRevoker({
+      sessionState: (ref) => expiredPlans.sessionState(ref),
+      // One producer, made on the first revocation (most instances never revoke anything).
+      publish: async (revocation) => {
+        producer ??= connected.producer().catch((error: unknown) => {
+          producer = null; // made again on the next revocation
+          throw error;
+        });
+        try {
+          await (await producer).send('revocations', [revocation]);
+        } catch (error) {
+          throw new ResumeUnavailableError('the revocation could not be published', { cause: error });
+        }
+      },
+      waitMs: config.REVOKE_WAIT_MS,
+    });
     client = createResumeClient({
       redis,
       bus,
@@ -223,6 +252,7 @@ export function create(config: ResumeConfig, deps: ResumeDeps = {}): ResumeServi
       await rebuilds.stop();
       await worker?.stop();
       await client?.close();
+      await producer?.then((p) => p.disconnect()).catch(() => undefined);
       await history?.close();
       await bus?.disconnect();
       redis?.disconnect();
