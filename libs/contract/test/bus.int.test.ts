@@ -256,6 +256,7 @@ describe('the bus', () => {
       [topics.turns]: 3,
       [topics.compactions]: 3,
       [topics.markers]: 3,
+      [topics.revocations]: 3,
       [topics.deadletter]: 1,
     });
     const configs = await admin.describeConfigs({

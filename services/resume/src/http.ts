@@ -7,7 +7,7 @@ import type { ResumeClient } from './client.js';
 import { ResumeUnavailableError, type ResumeRefusal } from './outcomes.js';
 import type { ExpandOutcome, Expander, TurnRange } from './expand.js';
 import { inFormat, isResumeFormat, resumeFormats, type ResumeFormat } from './formats.js';
-import { RevokeUnavailableError, type Revoker } from './revoke.js';
+import type { Revoker } from './revoke.js';
 import openapi from '../openapi.json' with { type: 'json' };
 
 // The resume HTTP API. The tenant is in the path and must be the token's own: a token of tenant A asking
@@ -273,7 +273,7 @@ function registerRevokeRoute(
         logger.info({ session, markerId, requestedBy, status: outcome.body.status }, 'revoke requested');
         return reply.code(outcome.body.status === 'pending' ? 202 : 200).send(outcome.body);
       } catch (error) {
-        if (error instanceof RevokeUnavailableError || error instanceof ResumeUnavailableError) {
+        if (error instanceof ResumeUnavailableError) {
           logger.warn({ err: error, session }, 'revoke unavailable');
           return fail(
             reply,

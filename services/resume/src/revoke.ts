@@ -6,6 +6,7 @@ import {
   type SessionFrameState,
 } from '@tidemark/core';
 import type { SessionRef } from '@tidemark/state';
+import { ResumeUnavailableError } from './outcomes.js';
 import type { SessionPlanState } from './session-plan.js';
 
 // Undo a compaction: an operator revokes a marker the session trusts. Nothing here changes stored state:
@@ -44,15 +45,13 @@ export interface RevokerDeps {
   readonly pollMs?: number;
 }
 
-/** Raised while the resume store is being rebuilt: the caller answers 503 and the operator retries. */
-export class RevokeUnavailableError extends Error {
-  override readonly name = 'RevokeUnavailableError';
-}
-
 export function createRevoker(deps: RevokerDeps) {
   const frames = async (ref: SessionRef): Promise<SessionPlanState | null> => {
     const state = await deps.sessionState(ref);
-    if (state === 'rebuilding') throw new RevokeUnavailableError('the resume store is being rebuilt');
+    if (state === 'rebuilding') {
+      // The caller answers 503 and the operator retries, as for any resume while the store is rebuilt.
+      throw new ResumeUnavailableError('the resume store is being rebuilt', { cause: state });
+    }
     return state;
   };
   const answer = (

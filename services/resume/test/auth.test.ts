@@ -10,8 +10,17 @@ describe('bearer tokens', () => {
   );
 
   it('names the tenant of a configured token', () => {
-    expect(verifier.authenticate('Bearer alpha')).toEqual({ ok: true, tenantId: 'tenant-a' });
-    expect(verifier.authenticate('bearer beta')).toEqual({ ok: true, tenantId: 'tenant-b' });
+    // tokenRef names the token in an audit trail by its hash, never the token itself.
+    expect(verifier.authenticate('Bearer alpha')).toEqual({
+      ok: true,
+      tenantId: 'tenant-a',
+      tokenRef: hashToken('alpha').slice(0, 16),
+    });
+    expect(verifier.authenticate('bearer beta')).toEqual({
+      ok: true,
+      tenantId: 'tenant-b',
+      tokenRef: hashToken('beta').slice(0, 16),
+    });
   });
 
   it('refuses a missing, malformed or unknown token', () => {
@@ -30,6 +39,7 @@ describe('bearer tokens', () => {
     expect(new TokenVerifier(readTokenFile(file)).authenticate('Bearer gamma')).toEqual({
       ok: true,
       tenantId: 'tenant-c',
+      tokenRef: hashToken('gamma').slice(0, 16),
     });
     writeFileSync(file, JSON.stringify([{ tenantId: 'tenant-c', tokenSha256: 'gamma' }]));
     expect(() => readTokenFile(file)).toThrow(/tokenSha256/);
