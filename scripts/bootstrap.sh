@@ -89,11 +89,17 @@ if install_wanted; then
   say "dependencies installed in $(awk -v a="$ti" -v b="${EPOCHREALTIME/./}" 'BEGIN { printf "%.1f", (b - a) / 1000000 }')s"
 fi
 
-# 3. system packages: redis-server, and what the stack's fetch needs --------------------------------
+# 3. system packages: redis-server, chromium, and what the stack's fetch needs --------------------------------
 if ! command -v redis-server >/dev/null 2>&1; then
   apt_install redis-server || die "redis-server is missing and could not be installed: apt-get install -y redis-server"
   command -v redis-server >/dev/null 2>&1 || die "redis-server still missing after apt-get install"
   say "redis-server installed ($(redis-server --version | awk '{print $3}' | sed 's/^v=//'))"
+fi
+# Debian's chromium: the session page's test drives it headless (playwright-core, its executable path).
+if ! command -v chromium >/dev/null 2>&1; then
+  apt_install chromium || die "chromium is missing and could not be installed: apt-get install -y chromium"
+  command -v chromium >/dev/null 2>&1 || die "chromium still missing after apt-get install"
+  say "chromium installed"
 fi
 if ! command -v curl >/dev/null 2>&1; then
   apt_install curl || die "curl is missing: apt-get install -y curl"

@@ -20,6 +20,7 @@ import { registerResumeRoutes } from './http.js';
 import { createResumeClient, type ResumeLibraryClient } from './library.js';
 import { resumeMetrics } from './metrics.js';
 import { ExpiredPlans } from './expired.js';
+import { registerSessionPage } from './session-page.js';
 import { createRevoker, type Revoker } from './revoke.js';
 import { rebuildPlanStore } from './store-rebuild.js';
 import { ResumeWorker } from './worker.js';
@@ -72,6 +73,7 @@ export function create(config: ResumeConfig, deps: ResumeDeps = {}): ResumeServi
   metrics.lagSources.add(workerLag);
 
   // Routes go on before listen(); they answer 503 until run() has connected.
+  let sessionPage: { close(): Promise<void> } | null = null;
   if (deps.host !== undefined) {
     const started = <T>(use: (started: ResumeLibraryClient) => Promise<T>): Promise<T> => {
       if (client !== null) return use(client);
@@ -95,6 +97,12 @@ export function create(config: ResumeConfig, deps: ResumeDeps = {}): ResumeServi
           revoke: (ref, markerId, request) => started(() => revoker!.revoke(ref, markerId, request)),
         },
       },
+    });
+    sessionPage = registerSessionPage(deps.host.http, {
+      tokens,
+      logger,
+      redisPrefix: config.REDIS_PREFIX,
+      sources: () => (bus === null || redis === null || client === null ? null : { bus, redis, client }),
     });
   }
 
@@ -252,6 +260,7 @@ export function create(config: ResumeConfig, deps: ResumeDeps = {}): ResumeServi
       await rebuilds.stop();
       await worker?.stop();
       await client?.close();
+      await sessionPage?.close();
       await producer?.then((p) => p.disconnect()).catch(() => undefined);
       await history?.close();
       await bus?.disconnect();
