@@ -27,6 +27,7 @@ describe('schemas codegen', () => {
       'MarkerEmitted.generated.ts',
       'MarkerInvalid.generated.ts',
       'MarkerRevocation.generated.ts',
+      'RegressionDetected.generated.ts',
       'TurnEvent.generated.ts',
       'index.generated.ts',
     ]);
@@ -46,6 +47,7 @@ describe('schemas codegen', () => {
       'MarkerEmitted.avsc',
       'MarkerInvalid.avsc',
       'MarkerRevocation.avsc',
+      'RegressionDetected.avsc',
       'TurnEvent.avsc',
     ]);
     const source = generate(schemas);

@@ -1,17 +1,14 @@
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { TidemarkClient } from '@tidemark/client';
 import { generateSession, rawTurnText } from '@tidemark/core';
 import { hashToken } from '@tidemark/resume';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectClient, e2ePipeline } from './pipeline.js';
+import { connectClient, e2ePipeline, runTidemark } from './pipeline.js';
 
 // Expand through the installable client and the `tidemark expand` command, on the whole pipeline: the
 // node a resume starts from, opened by its id, and the raw turns it covers, a page at a time.
 
 const tenantId = 'expand';
 const token = 'expand-token';
-const root = fileURLToPath(new URL('../..', import.meta.url));
 
 let e2e: Awaited<ReturnType<typeof e2ePipeline>>;
 let client: TidemarkClient;
@@ -24,19 +21,7 @@ afterAll(async () => {
   await e2e?.stop();
 });
 
-/** `tidemark <args>` as a person runs it, on the pipeline's stack. */
-function tidemark(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'services/cli/src/main.ts', ...args], {
-    cwd: root,
-    env: { ...process.env, ...e2e.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
+const tidemark = (args: readonly string[]) => runTidemark(e2e, args);
 
 describe('expand, from the client and the command line', () => {
   it('opens the node a resume starts from, and pages through the turns it covers', async () => {

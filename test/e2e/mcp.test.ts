@@ -1,9 +1,7 @@
-import { fileURLToPath } from 'node:url';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ledgerToolNames } from '@tidemark/adapters';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { e2ePipeline } from './pipeline.js';
+import { connectMcp, e2ePipeline } from './pipeline.js';
 import { sleep } from './reference-check.js';
 
 // `tidemark mcp` as an agent's MCP client sees it: the official SDK's client starts the server over
@@ -11,31 +9,12 @@ import { sleep } from './reference-check.js';
 // back once the session is compacted and decided: the constraint in force, the rejected and failed
 // approaches as such. The same fact recorded twice is one turn.
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 const tenantId = 'mcp';
 const sessionId = 'checkout-refactor';
 
 let e2e: Awaited<ReturnType<typeof e2ePipeline>>;
 let client: Client;
-/** The MCP server as a client starts it: `tidemark mcp T/S` over stdio, in the deployment's environment. */
-async function connect(): Promise<Client> {
-  const env = Object.fromEntries(
-    Object.entries({ ...process.env, ...e2e.env }).filter(
-      (entry): entry is [string, string] => entry[1] !== undefined,
-    ),
-  );
-  const connected = new Client({ name: 'tidemark-e2e', version: '1.0.0' });
-  await connected.connect(
-    new StdioClientTransport({
-      command: process.execPath,
-      args: ['--import', 'tsx', 'services/cli/src/main.ts', 'mcp', `${tenantId}/${sessionId}`],
-      cwd: root,
-      env,
-      stderr: 'ignore',
-    }),
-  );
-  return connected;
-}
+const connect = (): Promise<Client> => connectMcp(e2e, tenantId, sessionId);
 
 beforeAll(async () => {
   // Short spans: a few ledger turns make L1s and a digest.

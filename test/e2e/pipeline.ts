@@ -1,4 +1,8 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { connectTidemark, type TidemarkClient } from '@tidemark/client';
 import {
   demoEnv,
@@ -56,6 +60,50 @@ export function connectClient(
     token,
     tenantId,
   });
+}
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+/** `tidemark <args>` as a person runs it, on the pipeline's stack (`extra`: more environment). */
+export function runTidemark(
+  e2e: { readonly env: Env },
+  args: readonly string[],
+  extra: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'services/cli/src/main.ts', ...args], {
+    cwd: root,
+    env: { ...process.env, ...e2e.env, ...extra },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+/** `tidemark mcp T/S` as an agent's MCP client starts it: over stdio, in the deployment's environment. */
+export async function connectMcp(
+  e2e: { readonly env: Env },
+  tenantId: string,
+  sessionId: string,
+): Promise<Client> {
+  const env = Object.fromEntries(
+    Object.entries({ ...process.env, ...e2e.env }).filter(
+      (entry): entry is [string, string] => entry[1] !== undefined,
+    ),
+  );
+  const connected = new Client({ name: 'tidemark-e2e', version: '1.0.0' });
+  await connected.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: ['--import', 'tsx', 'services/cli/src/main.ts', 'mcp', `${tenantId}/${sessionId}`],
+      cwd: root,
+      env,
+      stderr: 'ignore',
+    }),
+  );
+  return connected;
 }
 
 /**

@@ -1,10 +1,8 @@
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { TidemarkClient } from '@tidemark/client';
 import { generateSession } from '@tidemark/core';
 import { hashToken } from '@tidemark/resume';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectClient, e2ePipeline } from './pipeline.js';
+import { connectClient, e2ePipeline, runTidemark } from './pipeline.js';
 
 // Undo a compaction on the whole pipeline: an operator revokes the marker a session resumes from; the
 // validator publishes a MarkerInvalid with cause revoked, the resume falls back to the raw checkpoint,
@@ -14,7 +12,6 @@ const tenantId = 'undo';
 const resumeToken = 'undo-resume-token';
 const operatorToken = 'undo-operator-token';
 const otherOperator = 'other-operator-token';
-const root = fileURLToPath(new URL('../..', import.meta.url));
 
 let e2e: Awaited<ReturnType<typeof e2ePipeline>>;
 let client: TidemarkClient;
@@ -31,21 +28,8 @@ afterAll(async () => {
   await e2e?.stop();
 });
 
-function tidemark(
-  args: readonly string[],
-  extra: Record<string, string> = {},
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'services/cli/src/main.ts', ...args], {
-    cwd: root,
-    env: { ...process.env, ...e2e.env, ...extra },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
+const tidemark = (args: readonly string[], extra: Record<string, string> = {}) =>
+  runTidemark(e2e, args, extra);
 
 async function call(
   method: 'GET' | 'POST',

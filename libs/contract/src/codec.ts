@@ -30,6 +30,7 @@ export const recordNames: readonly RecordName[] = [
   'MarkerEmitted',
   'MarkerInvalid',
   'MarkerRevocation',
+  'RegressionDetected',
   'DeadLetter',
 ];
 
@@ -152,6 +153,8 @@ export function recordOf<R extends TopicRole>(role: R, event: EventsByRole[R]): 
       return 'Compaction';
     case 'revocations':
       return 'MarkerRevocation';
+    case 'regressions':
+      return 'RegressionDetected';
     case 'deadletter':
       return 'DeadLetter';
     case 'markers': {

@@ -5,12 +5,13 @@ import {
   type DeadLetter,
   type MarkerDecision,
   type MarkerRevocation,
+  type RegressionDetected,
   type TurnEvent,
 } from '@tidemark/core';
 
 // Topics, keys and which records each topic carries: the one place that holds them.
 
-export type TopicRole = 'turns' | 'compactions' | 'markers' | 'revocations' | 'deadletter';
+export type TopicRole = 'turns' | 'compactions' | 'markers' | 'revocations' | 'regressions' | 'deadletter';
 export type TopicNames = Readonly<Record<TopicRole, string>>;
 
 /** Every role, in pipeline order. */
@@ -19,6 +20,7 @@ export const topicRoles: readonly TopicRole[] = [
   'compactions',
   'markers',
   'revocations',
+  'regressions',
   'deadletter',
 ];
 
@@ -31,6 +33,8 @@ export const deadLetterOwners: Readonly<Record<TopicRole, string | null>> = {
   compactions: 'validator',
   markers: 'resume',
   revocations: 'validator',
+  // Read by people and tools (tidemark inspect, the MCP server), not by a service.
+  regressions: null,
   deadletter: null,
 };
 
@@ -40,18 +44,26 @@ export interface EventsByRole {
   compactions: Compaction;
   markers: MarkerDecision;
   revocations: MarkerRevocation;
+  regressions: RegressionDetected;
   deadletter: DeadLetter;
 }
 
 /** The Avro record names (in namespace tidemark.v1) that may appear on each role's topic. */
 export type RecordName =
-  'TurnEvent' | 'Compaction' | 'MarkerEmitted' | 'MarkerInvalid' | 'MarkerRevocation' | 'DeadLetter';
+  | 'TurnEvent'
+  | 'Compaction'
+  | 'MarkerEmitted'
+  | 'MarkerInvalid'
+  | 'MarkerRevocation'
+  | 'RegressionDetected'
+  | 'DeadLetter';
 
 export const recordsByRole: Readonly<Record<TopicRole, readonly RecordName[]>> = {
   turns: ['TurnEvent'],
   compactions: ['Compaction'],
   markers: ['MarkerEmitted', 'MarkerInvalid'],
   revocations: ['MarkerRevocation'],
+  regressions: ['RegressionDetected'],
   deadletter: ['DeadLetter'],
 };
 
@@ -60,6 +72,7 @@ export const baseTopicNames: TopicNames = {
   compactions: 'compactions',
   markers: 'markers',
   revocations: 'marker-revocations',
+  regressions: 'regressions',
   deadletter: 'deadletter',
 };
 
@@ -70,6 +83,7 @@ export function topicNames(prefix = ''): TopicNames {
     compactions: `${prefix}${baseTopicNames.compactions}`,
     markers: `${prefix}${baseTopicNames.markers}`,
     revocations: `${prefix}${baseTopicNames.revocations}`,
+    regressions: `${prefix}${baseTopicNames.regressions}`,
     deadletter: `${prefix}${baseTopicNames.deadletter}`,
   };
 }
@@ -88,7 +102,8 @@ export function subjectOf(topic: string, record: RecordName): string {
 export const defaultPartitions = 4;
 
 // Event topics keep everything: turns.l0 is the source of truth and is replayed from the start, and
-// compactions and markers are replayed with it; revocations are the operators' audit trail. Dead letters
+// compactions and markers are replayed with it; revocations are the operators' audit trail, regressions
+// the resumed agents'. Dead letters
 // are diagnostics, kept for 30 days.
 const keepForever = { 'retention.ms': '-1', 'cleanup.policy': 'delete' } as const;
 const thirtyDays = String(30 * 24 * 60 * 60 * 1000);
@@ -103,6 +118,7 @@ export function topicSettings(
     case 'compactions':
     case 'markers':
     case 'revocations':
+    case 'regressions':
       return { numPartitions: partitions, replicationFactor: -1, configEntries: entries(keepForever) };
     case 'deadletter':
       return {

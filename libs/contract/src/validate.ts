@@ -1,10 +1,12 @@
 import {
+  regressionIdOf,
   revocationIdOf,
   validateTurn,
   type Compaction,
   type DeadLetter,
   type MarkerDecision,
   type MarkerRevocation,
+  type RegressionDetected,
   type TurnEvent,
 } from '@tidemark/core';
 import { sessionKey, type EventsByRole, type TopicRole } from './topics.js';
@@ -56,6 +58,8 @@ export function validateEvent<R extends TopicRole>(role: R, event: EventsByRole[
       return validateMarker(event as MarkerDecision);
     case 'revocations':
       return validateRevocation(event as MarkerRevocation);
+    case 'regressions':
+      return validateRegression(event as RegressionDetected);
     case 'deadletter':
       return validateDeadLetter(event as DeadLetter);
     default: {
@@ -148,6 +152,24 @@ export function validateRevocation(r: MarkerRevocation): EventValidation {
   return valid;
 }
 
+export function validateRegression(r: RegressionDetected): EventValidation {
+  const empty = firstEmpty(r, ['regressionId', 'tenantId', 'sessionId', 'itemId', 'name', 'priorItemId']);
+  if (empty !== null) return missing(`${empty} is empty`);
+  if (!(
+    r.priorSeq >= 1 &&
+    r.priorSeq <= r.boundarySeq &&
+    r.boundarySeq <= r.resumedAtSeq &&
+    r.resumedAtSeq < r.seq
+  )) {
+    return invalid('the seqs must order priorSeq ≤ boundarySeq ≤ resumedAtSeq < seq');
+  }
+  const { tenantId, sessionId, seq, itemId, priorSeq } = r;
+  if (r.regressionId !== regressionIdOf({ tenantId, sessionId, seq, itemId, priorSeq })) {
+    return invalid('regressionId is not the id of this session, step and earlier step (core regressionIdOf)');
+  }
+  return valid;
+}
+
 export function validateDeadLetter(d: DeadLetter): EventValidation {
   const empty = firstEmpty(d, ['originalTopic', 'service']);
   if (empty !== null) return missing(`${empty} is empty`);
@@ -167,6 +189,7 @@ export function expectedKey<R extends TopicRole>(role: R, event: EventsByRole[R]
     const key = (event as DeadLetter).key;
     return key === null ? null : Buffer.from(key).toString('utf8');
   }
-  const { tenantId, sessionId } = event as TurnEvent | Compaction | MarkerDecision | MarkerRevocation;
+  const { tenantId, sessionId } = event as
+    TurnEvent | Compaction | MarkerDecision | MarkerRevocation | RegressionDetected;
   return sessionKey(tenantId, sessionId);
 }

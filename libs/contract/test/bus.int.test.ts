@@ -257,6 +257,7 @@ describe('the bus', () => {
       [topics.compactions]: 3,
       [topics.markers]: 3,
       [topics.revocations]: 3,
+      [topics.regressions]: 3,
       [topics.deadletter]: 1,
     });
     const configs = await admin.describeConfigs({

@@ -80,6 +80,7 @@ describe('the wire-format vectors in schemas/vectors', () => {
         'MarkerEmitted',
         'MarkerInvalid',
         'MarkerRevocation',
+        'RegressionDetected',
         'DeadLetter',
       ]),
     );

@@ -8,6 +8,7 @@ describe('topics', () => {
       compactions: 'compactions',
       markers: 'markers',
       revocations: 'marker-revocations',
+      regressions: 'regressions',
       deadletter: 'deadletter',
     });
     expect(topicNames('t-1.').turns).toBe('t-1.turns.l0');

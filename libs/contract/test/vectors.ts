@@ -9,12 +9,14 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
+  regressionIdOf,
   revocationIdOf,
   type Compaction,
   type DeadLetter,
   type MarkerEmitted,
   type MarkerInvalid,
   type MarkerRevocation,
+  type RegressionDetected,
   type TurnEvent,
 } from '@tidemark/core';
 import { encodeBody, type RecordName } from '@tidemark/contract';
@@ -232,6 +234,28 @@ const revoked: MarkerInvalid = {
   fallback: { markerId: null, compactionId: null, toSeq: 0, l0Partition: 3, l0Offset: null },
 };
 
+const regression: RegressionDetected = {
+  regressionId: regressionIdOf({
+    tenantId: 'acme',
+    sessionId: 'migration-42',
+    seq: 340,
+    itemId: 'call:migrate-again',
+    priorSeq: 17,
+  }),
+  tenantId: 'acme',
+  sessionId: 'migration-42',
+  seq: 340,
+  itemId: 'call:migrate-again',
+  name: 'run_migration',
+  detail: '{"target":"staging","dryRun":true}',
+  priorSeq: 17,
+  priorItemId: 'call:dry-run',
+  ruledOut: 'failed',
+  nodeId: hex('c'),
+  boundarySeq: 320,
+  resumedAtSeq: 336,
+};
+
 const deadLetter: DeadLetter = {
   originalTopic: 'turns.l0',
   partition: 3,
@@ -252,6 +276,7 @@ export const vectors: readonly Vector[] = [
   { name: 'marker-invalid', record: 'MarkerInvalid', value: invalid },
   { name: 'marker-revoked', record: 'MarkerInvalid', value: revoked },
   { name: 'marker-revocation', record: 'MarkerRevocation', value: revocation },
+  { name: 'regression-detected', record: 'RegressionDetected', value: regression },
   { name: 'dead-letter', record: 'DeadLetter', value: deadLetter },
 ];
 

@@ -67,6 +67,16 @@ export {
   type SessionFrameState,
 } from './session-frame.js';
 export { buildResumeContext, planNodeId, turnMessages } from './resume.js';
+export {
+  callSignature,
+  disposedKeys,
+  regressionDetected,
+  regressionIdOf,
+  regressionsIn,
+  watchedSteps,
+  type RegressionWatch,
+  type WatchedStep,
+} from './regression.js';
 
 export { defaultGeneratorRates, generateSession, seededRandom, type GeneratorRates } from './generate.js';
 export { runReference, type ReferenceRun } from './reference.js';

@@ -19,3 +19,4 @@ export {
   type LoadedSession,
   type RestoredSession,
 } from './frames.js';
+export { WatchStore } from './watches.js';

@@ -11,6 +11,7 @@ import { sessionKey } from '@tidemark/core';
 //   plans        resume:epoch:4, resume:rebuild-lock     resume:{t/s}, resume-nodes:{t/s}, resume-ctx:{t/s},
 //                                                        resume-seen:{t/s}
 //   windows      cmp:<ns>:epoch:5, cmp:<ns>:lock         cmp:<ns>:{t/s}
+//   watches      (none: not rebuilt, see watches.ts)     watch:{t/s}
 //
 // Epoch keys name the layout's version (`:3`): a store built by an older layout reads as absent and is
 // rebuilt from the topics. 3: `{` and `}` in ids are escaped in the hash tag (stalled index added). 4: the

@@ -1,7 +1,7 @@
 import { replayCommand } from '@tidemark/compactor';
 import { definePolicy, type Policy } from '@tidemark/core';
 import { inFormat, resumeFormats, type ResumeFormat, type ResumeLibraryClient } from '@tidemark/resume';
-import { sessionKey, type Bus } from '@tidemark/contract';
+import { SessionHistory, sessionKey, type Bus } from '@tidemark/contract';
 import { loadScenarios, type ScenarioSession } from '@tidemark/scenarios';
 import { commonConfig, createLogger, parseConfig, z } from '@tidemark/service';
 import { Command, Option } from 'commander';
@@ -13,6 +13,7 @@ import { openStackAccess } from './stack-access.js';
 import { runFallbackReport, formatFallbackReport } from './fallback.js';
 import { formatSessionReport } from './format.js';
 import { Journal } from './journal.js';
+import { distinctRegressions } from './regressions.js';
 import { startPipeline, waitUntilReady, type Env } from './pipeline.js';
 import { preflight } from './preflight.js';
 import { integer, sessionArgument } from './args.js';
@@ -136,19 +137,27 @@ function inspectCommand(env: Env): Command {
     .option('--json', 'print it as JSON: compactions, marker decisions, and the resume (or why not)', false)
     .action((ref: SessionRef, flags: { json: boolean }) =>
       withResumeClient(env, async (bus, client) => {
-        note('reading the compactions and markers topics…');
+        note('reading the compactions, markers and regressions topics…');
         const journal = await Journal.open(bus, [sessionKey(ref.tenantId, ref.sessionId)]);
-        await journal.caughtUp();
+        const history = new SessionHistory(bus);
+        const [regressions] = await Promise.all([
+          history
+            .read('regressions', ref)
+            .then(({ records }) => distinctRegressions(records.map((r) => r.value)))
+            .finally(() => history.close()),
+          journal.caughtUp(),
+        ]);
         await journal.close();
-        const resume = await client.resume(ref.tenantId, ref.sessionId);
+        // A look, not an agent resuming: it leaves no regression watch.
+        const resume = await client.resume(ref.tenantId, ref.sessionId, { watch: false });
         const entry = journal.session(ref.tenantId, ref.sessionId);
         const turns = resume.ok ? resume.result.rawToSeq : 0;
         if (flags.json) {
           const { compactions, decisions } = entry;
           const answer = resume.ok ? resume.result : { code: resume.code, message: resume.message };
-          write(JSON.stringify({ ...ref, compactions, decisions, resume: answer }, null, 2));
+          write(JSON.stringify({ ...ref, compactions, decisions, regressions, resume: answer }, null, 2));
         } else {
-          write(formatSessionReport({ ...ref, turns, journal: entry, resume }));
+          write(formatSessionReport({ ...ref, turns, journal: entry, resume, regressions }));
         }
         if (!resume.ok && resume.code === 'session_not_found') process.exitCode = 2;
       }),

@@ -1,4 +1,4 @@
-import type { Compaction, MarkerDecision } from '@tidemark/core';
+import type { Compaction, MarkerDecision, RegressionDetected } from '@tidemark/core';
 import type { ResumeOutcome } from '@tidemark/resume';
 import { compressionTarget, probeClasses, type ProbedResume } from '@tidemark/scenarios';
 import type { SessionJournal } from './journal.js';
@@ -26,6 +26,13 @@ export function describeDecision(decision: MarkerDecision, node: Compaction | un
   const violations = decision.violations.map((v) => `${v.condition} [${v.ids.join(', ')}]`).join('; ');
   const cause = decision.cause === 'depth_change' ? 'invalidated (frame depth changed)' : 'invalid';
   return `✗ ${cause}  ${where}${how}  marker ${short(decision.markerId)}: ${violations}`;
+}
+
+/** A step the resumed agent started again, in one line: both turns, and what the resume covered. */
+export function describeRegression(r: RegressionDetected): string {
+  const args = r.detail === null ? '' : ` (${r.detail})`;
+  const from = r.nodeId === null ? 'the raw checkpoint' : `node ${short(r.nodeId)}`;
+  return `⚠ regression  turn ${r.seq} starts ${r.name}${args} again: ${r.ruledOut} at turn ${r.priorSeq} (${r.priorItemId}), before the boundary ${r.boundarySeq} of the resume from ${from} at turn ${r.resumedAtSeq}`;
 }
 
 export function describeCompactions(compactions: readonly Compaction[]): string {
@@ -76,6 +83,8 @@ export interface SessionReportInput {
   readonly resume: ResumeOutcome;
   /** What a model could work from: the probe of the resume context, and its compression. */
   readonly probed?: ProbedResume;
+  /** Steps the agent started again after a resume (the regressions topic). */
+  readonly regressions?: readonly RegressionDetected[];
 }
 
 export function formatSessionReport(input: SessionReportInput): string {
@@ -93,6 +102,12 @@ export function formatSessionReport(input: SessionReportInput): string {
     `  compactions: ${describeCompactions(input.journal.compactions)}`,
     `  marker decisions (${input.journal.decisions.length}):`,
     ...input.journal.decisions.map((d) => `    ${describeDecision(d, nodes.get(d.compactionId))}`),
+    ...(input.regressions === undefined
+      ? []
+      : [
+          `  regressions (${input.regressions.length}):`,
+          ...input.regressions.map((r) => `    ${describeRegression(r)}`),
+        ]),
     `  resume: ${describeResume(input.resume)}`,
     ...(input.probed === undefined ? [] : [`  probe: ${describeProbe(input.probed)}`]),
   ];

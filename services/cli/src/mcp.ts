@@ -1,5 +1,5 @@
 import { LedgerError, ledgerChanges, ledgerTools, ledgerTurnId } from '@tidemark/adapters';
-import { createPublisher, type Publisher } from '@tidemark/contract';
+import { createPublisher, SessionHistory, type Publisher } from '@tidemark/contract';
 import { estimateTokens, type StateChange } from '@tidemark/core';
 import { inFormat, isResumeFormat, resumeFormats } from '@tidemark/resume';
 import { Projection } from '@tidemark/state';
@@ -12,6 +12,8 @@ import {
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Env } from './pipeline.js';
+import { describeRegression } from './format.js';
+import { regressionTail } from './regressions.js';
 import { openStackAccess } from './stack-access.js';
 
 // `tidemark mcp`: an MCP server (stdio) for one session, so that an agent can tell Tidemark the facts no
@@ -20,6 +22,10 @@ import { openStackAccess } from './stack-access.js';
 // L0 carrying the state change; `resume` answers the session's resume in any output format, and `status`
 // where the session stands. The server is the session's writer: a runtime that also publishes the
 // session's turns maps the same tool calls in its own transcript instead (`ledgerChanges`).
+//
+// After a resume, a step the agent starts again that the session had ruled out before the summary's
+// boundary (the materializer's RegressionDetected) is told once, as a warning before the answer of the
+// agent's next tool call (any tool): the agent learns it while it can still stop.
 //
 // A ledger call is idempotent: the same fact recorded again (by a retry, or after a restart) is found in
 // the projection, or among the calls this server already sent, and is not appended twice.
@@ -120,6 +126,18 @@ export async function serveMcp(
   });
   const { appliedSeq } = await projection.watermark(tenantId, sessionId);
   publisher.resumeSession(tenantId, sessionId, appliedSeq);
+  const history = new SessionHistory(access.bus);
+  const newRegressions = regressionTail(history, { tenantId, sessionId });
+  /** The call's answer, after a warning for each regression not told yet (never failing the call). */
+  const withWarnings = async (result: CallToolResult): Promise<CallToolResult> => {
+    const found = await newRegressions().catch(() => []);
+    if (found.length === 0) return result;
+    const warnings = found.map((r) => ({
+      type: 'text' as const,
+      text: `Warning from Tidemark: ${describeRegression(r)}. You are repeating a step this session had already ruled out; check why before going on.`,
+    }));
+    return { ...result, content: [...warnings, ...result.content] };
+  };
   /** Turn ids this server appended (a repeat before the projection applied the first is caught here). */
   const sent = new Set<string>();
 
@@ -197,8 +215,10 @@ export async function serveMcp(
       expandTool,
     ],
   }));
-  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
-    const { name, arguments: args = {} } = request.params;
+  server.setRequestHandler(CallToolRequestSchema, async (request) =>
+    withWarnings(await callTool(request.params.name, request.params.arguments ?? {})),
+  );
+  const callTool = async (name: string, args: Record<string, unknown>): Promise<CallToolResult> => {
     try {
       if (name === resumeTool.name) {
         const format = args['format'] ?? 'tidemark';
@@ -240,7 +260,7 @@ export async function serveMcp(
       if (error instanceof LedgerError) return failure(error.message);
       throw error;
     }
-  });
+  };
 
   let resolveClosed!: () => void;
   const closed = new Promise<void>((resolve) => (resolveClosed = resolve));
@@ -249,6 +269,7 @@ export async function serveMcp(
     closing ??= (async () => {
       await server.close().catch(() => undefined);
       await publisher.close();
+      await history.close();
       await access.close();
       resolveClosed();
     })();

@@ -21,13 +21,14 @@ import {
   type Service,
   type ServiceState,
 } from '@tidemark/service';
-import { membershipOption, Projection } from '@tidemark/state';
+import { membershipOption, Projection, WatchStore } from '@tidemark/state';
 import { Redis } from 'ioredis';
 import type { Admin } from 'kafkajs';
 import type { MaterializerConfig } from './config.js';
 import { DeadLetterLog } from './dead-letters.js';
 import { logStalls, ParkedTurns } from './parked.js';
 import { RebuildProgress } from './rebuild-progress.js';
+import { RegressionWatcher } from './regressions.js';
 import { materializerMetrics, type MaterializerMetrics } from './metrics.js';
 
 // The materializer: a thin shell around Projection. It consumes turns.l0 in its own group, applies each
@@ -75,6 +76,7 @@ class MaterializerService implements Materializer {
   #epoch: string | null = null;
   #state: Phase = 'idle';
   readonly #rebuilds: RebuildSupervisor;
+  readonly #regressions: RegressionWatcher;
   /** Stopped and disconnected (`stopped` is set as the stop begins: nothing new starts from there). */
   #closed = false;
   #progress: RebuildProgress | null = null;
@@ -117,6 +119,11 @@ class MaterializerService implements Materializer {
       hosted.metrics,
       async () => (this.#consumer === null ? null : this.#consumer.lag()),
       () => this.projection.stalledSessions(),
+    );
+    this.#regressions = new RegressionWatcher(
+      new WatchStore(this.#redis, { prefix: config.REDIS_PREFIX }),
+      this.#metrics,
+      this.#logger,
     );
     this.#rebuilds = superviseRebuild({
       what: 'projection',
@@ -349,20 +356,9 @@ class MaterializerService implements Materializer {
       else await this.#parked.republish(producer, records, applied.released);
     }
     logStalls(this.#logger, applied.stalls);
-    let fresh = 0;
-    let duplicate = 0;
-    let refused = 0;
-    let parked = 0;
-    for (const { result, parked: early } of applied.outcomes) {
-      if (early) parked++;
-      else if (!result.ok) refused++;
-      else if (result.duplicate) duplicate++;
-      else fresh++;
-    }
-    this.#metrics.turns('applied', fresh);
-    this.#metrics.turns('duplicate', duplicate);
-    this.#metrics.turns('refused', refused);
-    this.#metrics.turns('parked', parked);
+    // A rebuild replays history: what it replays was watched (or not) when it first came.
+    if (this.#progress?.epoch !== epoch) await this.#regressions.check(producer, applied.outcomes);
+    this.#metrics.outcomes(applied.outcomes);
     this.#metrics.applied(Number(process.hrtime.bigint() - started) / 1e9, records.length);
   }
 

@@ -1,11 +1,16 @@
 import { Counter, Gauge, Histogram, type Registry } from '@tidemark/service';
-import type { DeadLetterReason } from '@tidemark/core';
+import type { DeadLetterReason, RuledOut } from '@tidemark/core';
+import type { ApplyOutcome } from '@tidemark/state';
 
 type TurnOutcome = 'applied' | 'duplicate' | 'refused' | 'parked' | 'republished';
 
 /** The materializer's metrics, registered on the host's registry. */
 export interface MaterializerMetrics {
   turns(outcome: TurnOutcome, count: number): void;
+  /** Counts a batch's turns by outcome: applied, duplicate, refused or parked. */
+  outcomes(outcomes: readonly ApplyOutcome[]): void;
+  /** RegressionDetected events published, by how the repeated step had been ruled out. */
+  regression(ruledOut: RuledOut): void;
   deadLetter(reason: DeadLetterReason): void;
   /** Seconds one batch took to apply (the Redis round trip and the dead letters). */
   applied(seconds: number, turns: number): void;
@@ -60,6 +65,12 @@ export function materializerMetrics(
       if (value !== null) this.set(value);
     },
   });
+  const regressions = new Counter({
+    name: 'tidemark_materializer_regressions_total',
+    help: 'RegressionDetected events published: a resumed agent started again a step ruled out before its resume boundary, by how it had been ruled out (failed, rejected, superseded).',
+    labelNames: ['ruled_out'],
+    registers: [register],
+  });
   const rebuilds = new Counter({
     name: 'tidemark_materializer_rebuilds_total',
     help: 'Rebuilds of the projection from L0, by reason.',
@@ -71,10 +82,22 @@ export function materializerMetrics(
     help: '1 while the projection is being rebuilt from L0.',
     registers: [register],
   });
+  const count = (outcome: TurnOutcome, n: number) => {
+    if (n > 0) turns.inc({ outcome }, n);
+  };
   return {
-    turns: (outcome, count) => {
-      if (count > 0) turns.inc({ outcome }, count);
+    turns: count,
+    outcomes: (outcomes) => {
+      const counts = { applied: 0, duplicate: 0, refused: 0, parked: 0 };
+      for (const { result, parked } of outcomes) {
+        if (parked) counts.parked++;
+        else if (!result.ok) counts.refused++;
+        else if (result.duplicate) counts.duplicate++;
+        else counts.applied++;
+      }
+      for (const [outcome, n] of Object.entries(counts)) count(outcome as TurnOutcome, n);
     },
+    regression: (ruledOut) => regressions.inc({ ruled_out: ruledOut }),
     deadLetter: (reason) => deadLetters.inc({ reason }),
     applied: (seconds, count) => {
       latency.observe(seconds);

@@ -15,6 +15,7 @@ import type { ResumeMetrics } from './metrics.js';
 import type { L0Span } from '@tidemark/contract';
 import { splitStoredPlan } from './session-plan.js';
 import { ContextCache } from './context-cache.js';
+import type { WatchRecorder } from './regression-watch.js';
 import {
   refusal,
   refusalMessages,
@@ -97,10 +98,20 @@ export interface ResumeClientDeps {
   readonly staleAfterMs?: number;
   /** The clock the stale check reads (tests). */
   readonly now?: () => number;
+  /** Records what the agent's next turns are watched for after a built context (regression-watch.ts). */
+  readonly watch?: WatchRecorder;
+}
+
+export interface ResumeOptions {
+  /**
+   * Whether this is an agent resuming, whose next turns are watched for steps ruled out before the
+   * boundary (default true). False for a look that is not a resume (`tidemark inspect`).
+   */
+  readonly watch?: boolean;
 }
 
 export interface ResumeClient {
-  resume(tenantId: string, sessionId: string): Promise<ResumeOutcome>;
+  resume(tenantId: string, sessionId: string, options?: ResumeOptions): Promise<ResumeOutcome>;
   /** The session's plan, watermark, next due compaction and staleness, without building a context. */
   status(tenantId: string, sessionId: string): Promise<StatusOutcome>;
 }
@@ -127,7 +138,11 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
   // the watermark are read from Redis on every resume, so a moved plan or a new turn is never missed.
   const cache = new ContextCache(deps.contextCacheBytes ?? 32 * 1024 * 1024);
 
-  const attempt = async (tenantId: string, sessionId: string): Promise<ResumeOutcome> => {
+  const attempt = async (
+    tenantId: string,
+    sessionId: string,
+    options: ResumeOptions,
+  ): Promise<ResumeOutcome> => {
     const ref = { tenantId, sessionId };
     // Sent together: ioredis writes all three on one connection before reading any reply.
     const [stored, epoch, watermark] = await Promise.all([
@@ -151,10 +166,17 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
     // Evaluated beside the context (it never rejects); it reads nothing unless a boundary is overdue.
     const stale = staleness(ref, stored.plan, rawToSeq).then((s) => s.stale);
 
+    // Beside the context, and never a reason to fail the resume: the regression watch this resume leaves
+    // (the recorder writes it once per session, boundary and last turn).
+    const watched = (
+      ((options.watch ?? true) ? deps.watch?.(plan, rawToSeq) : undefined) ?? Promise.resolve()
+    ).catch((error: unknown) => deps.logger?.warn({ err: error, ...ref }, 'regression watch not recorded'));
+
     const cacheKey = JSON.stringify([tenantId, sessionId, nodeId, plan.rawFromSeq, rawToSeq]);
     const cached = cache.get(cacheKey);
     if (cached !== undefined) {
       metrics?.contextCache.inc({ result: 'hit' });
+      await watched;
       return {
         ok: true,
         result: resultOf(plan, nodeId, rawToSeq, cached, await stale, watermark),
@@ -184,6 +206,7 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
     metrics?.rawTurns.observe({ mode: plan.mode }, raw.length);
     if (checkDivergence)
       divergence(ref, `${nodeId ?? 'start'}:${plan.rawFromSeq}:${rawToSeq}`, context.contextHash);
+    await watched;
     return {
       ok: true,
       result: resultOf(plan, nodeId, rawToSeq, context, await stale, watermark),
@@ -296,11 +319,11 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
   };
 
   return {
-    async resume(tenantId, sessionId) {
+    async resume(tenantId, sessionId, options = {}) {
       const started = process.hrtime.bigint();
       let outcome: ResumeOutcome;
       try {
-        outcome = await attempt(tenantId, sessionId);
+        outcome = await attempt(tenantId, sessionId, options);
       } catch (error) {
         // A core error is ours (an inconsistent plan), not a dependency's: it stays what it is.
         if (error instanceof TidemarkCoreError) {

@@ -9,7 +9,7 @@ import {
   turnDecoder,
 } from '@tidemark/contract';
 import { defaultStateRetentionMs } from '@tidemark/service';
-import { PlanStore, Projection } from '@tidemark/state';
+import { PlanStore, Projection, WatchStore } from '@tidemark/state';
 import type { Redis } from 'ioredis';
 import type { Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
@@ -18,6 +18,7 @@ import { createResumeClientFrom, type ResumeClient } from './client.js';
 import { createExpander, type Expander } from './expand.js';
 import { ExpiredPlans } from './expired.js';
 import { resumeMetrics } from './metrics.js';
+import { createWatchRecorder } from './regression-watch.js';
 
 // The in-process library: what an agent runtime that embeds Tidemark calls on restart, and exactly what
 // the HTTP handler calls. It needs the Redis the resume worker writes plans to and the Kafka cluster
@@ -104,9 +105,16 @@ export function createResumeClient(options: ResumeClientOptions): ResumeLibraryC
     ...(options.contextCacheBytes === undefined ? {} : { contextCacheBytes: options.contextCacheBytes }),
     ...(options.policyFor === undefined ? {} : { policyFor: options.policyFor }),
     ...(options.staleAfterMs === undefined ? {} : { staleAfterMs: options.staleAfterMs }),
+    watch: createWatchRecorder({
+      projection: log,
+      store: new WatchStore(options.redis, {
+        prefix,
+        retentionMs: options.stateRetentionMs ?? defaultStateRetentionMs,
+      }),
+    }),
   });
   return {
-    resume: (tenantId, sessionId) => client.resume(tenantId, sessionId),
+    resume: (tenantId, sessionId, resumeOptions) => client.resume(tenantId, sessionId, resumeOptions),
     status: (tenantId, sessionId) => client.status(tenantId, sessionId),
     expand,
     close: async () => {

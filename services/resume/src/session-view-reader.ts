@@ -1,5 +1,5 @@
 import type { SessionHistory } from '@tidemark/contract';
-import { sessionKey, type Compaction, type MarkerDecision } from '@tidemark/core';
+import { sessionKey, type Compaction, type MarkerDecision, type RegressionDetected } from '@tidemark/core';
 import type { ResumeClient, SessionLog, TurnReader } from './client.js';
 import type { StatusRefusal } from './outcomes.js';
 import {
@@ -11,7 +11,7 @@ import {
 } from './session-view.js';
 
 // Reads what the session page shows: the status the resume client answers (plan, frame, resume mode),
-// the session's records of the compactions and markers topics (SessionHistory, one partition each), and
+// the session's records of the compactions, markers and regressions topics (SessionHistory, one partition each), and
 // its newest turns from turns.l0 (the L0 reader, from the position the projection keeps for a seq).
 // The page polls every few seconds, so what was read is kept per session and only what is new is read
 // again: the topics from the next offset, the turns from the next seq (records and turns never change
@@ -42,6 +42,7 @@ interface TopicTail<E> {
 interface SessionCache {
   readonly markers: TopicTail<MarkerDecision>;
   readonly compactions: TopicTail<Compaction>;
+  readonly regressions: TopicTail<RegressionDetected>;
   /** The listed turns, contiguous, in seq order. */
   turns: TurnRow[];
   /** One read at a time per session: polls of one session queue behind each other. */
@@ -57,7 +58,13 @@ export function createSessionViewReader(deps: SessionViewDeps) {
   const cacheOf = (key: string): SessionCache => {
     let cache = sessions.get(key);
     if (cache === undefined) {
-      cache = { markers: emptyTail(), compactions: emptyTail(), turns: [], queue: Promise.resolve() };
+      cache = {
+        markers: emptyTail(),
+        compactions: emptyTail(),
+        regressions: emptyTail(),
+        turns: [],
+        queue: Promise.resolve(),
+      };
       while (sessions.size >= capacity) sessions.delete(sessions.keys().next().value!);
     } else {
       sessions.delete(key);
@@ -121,6 +128,7 @@ export function createSessionViewReader(deps: SessionViewDeps) {
       await Promise.all([
         readTail(cache.markers, (range) => deps.history.read('markers', ref, range)),
         readTail(cache.compactions, (range) => deps.history.read('compactions', ref, range)),
+        readTail(cache.regressions, (range) => deps.history.read('regressions', ref, range)),
         readTurns(ref, cache, status.status.appliedSeq),
       ]);
       return assembleSessionView({
@@ -128,6 +136,7 @@ export function createSessionViewReader(deps: SessionViewDeps) {
         compactions: cache.compactions.records.map((r) => r.value),
         decisions: cache.markers.records.map((r) => ({ offset: r.offset, decision: r.value })),
         turns: cache.turns,
+        regressions: cache.regressions.records.map((r) => r.value),
       });
     });
     // A failed read leaves the cache as it was (each part moves only past what it read), and the next

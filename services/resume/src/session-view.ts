@@ -1,4 +1,4 @@
-import type { Compaction, MarkerDecision, TurnEvent } from '@tidemark/core';
+import type { Compaction, MarkerDecision, RegressionDetected, TurnEvent } from '@tidemark/core';
 import type { SessionStatus } from './outcomes.js';
 
 // A picture of a session, as data: what the session page (session-page.ts) shows, assembled from what
@@ -77,11 +77,13 @@ export interface DecisionRow {
   readonly violations: readonly ViolationRow[];
 }
 
-/** A regression of the session (placeholder: nothing reports one yet). */
+/** A step the resumed agent started again (a RegressionDetected): the new turn, linked, and the earlier. */
 export interface RegressionRow {
   readonly what: string;
   readonly detail: string;
+  /** The turn that started the step again. */
   readonly seq: number | null;
+  readonly priorSeq: number;
 }
 
 export interface SessionView {
@@ -203,6 +205,8 @@ export interface ViewInput {
   readonly decisions: readonly { readonly offset: number; readonly decision: MarkerDecision }[];
   /** The listed turns, in seq order. */
   readonly turns: readonly TurnRow[];
+  /** The session's regressions, in topic order (a redelivered one appears once). */
+  readonly regressions?: readonly RegressionDetected[];
 }
 
 /** The picture of a session from what was read. */
@@ -252,6 +256,13 @@ export function assembleSessionView(input: ViewInput): SessionView {
     nodes,
     decisions,
     revocations: decisions.filter((d) => d.cause === 'revoked'),
-    regressions: [],
+    regressions: [...new Map((input.regressions ?? []).map((r) => [r.regressionId, r])).values()].map(
+      (r): RegressionRow => ({
+        what: `turn ${r.seq}: ${r.name}${r.detail === null ? '' : ` ${clip(r.detail, excerptLength)}`} again`,
+        detail: `${r.ruledOut} at turn ${r.priorSeq} (${r.priorItemId}), before the resume's boundary at turn ${r.boundarySeq}`,
+        seq: r.seq,
+        priorSeq: r.priorSeq,
+      }),
+    ),
   };
 }

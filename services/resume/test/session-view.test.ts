@@ -1,4 +1,4 @@
-import type { Compaction, MarkerDecision, TurnEvent } from '@tidemark/core';
+import type { Compaction, MarkerDecision, RegressionDetected, TurnEvent } from '@tidemark/core';
 import { describe, expect, it } from 'vitest';
 import type { SessionStatus } from '../src/outcomes.js';
 import { assembleSessionView, turnRowOf } from '../src/session-view.js';
@@ -156,5 +156,37 @@ describe('the session view', () => {
     expect(view.revocations.map((d) => d.offset)).toEqual([2]);
     expect(view.regressions).toEqual([]);
     expect(view.turns).toMatchObject({ fromSeq: 0, toSeq: 0, rows: [] });
+  });
+
+  it('lists each regression once, linked to the turn that started the step again', () => {
+    const regression: RegressionDetected = {
+      regressionId: 'r1',
+      ...ref,
+      seq: 12,
+      itemId: 'call:12',
+      name: 'run_migration',
+      detail: '--dry-run against staging',
+      priorSeq: 3,
+      priorItemId: 'call:dry-run',
+      ruledOut: 'failed',
+      nodeId: 'c',
+      boundarySeq: 6,
+      resumedAtSeq: 10,
+    };
+    const view = assembleSessionView({
+      status,
+      compactions: [],
+      decisions: [],
+      turns: [],
+      regressions: [regression, regression],
+    });
+    expect(view.regressions).toEqual([
+      {
+        what: 'turn 12: run_migration --dry-run against staging again',
+        detail: "failed at turn 3 (call:dry-run), before the resume's boundary at turn 6",
+        seq: 12,
+        priorSeq: 3,
+      },
+    ]);
   });
 });

@@ -7,4 +7,5 @@ export * from './DeadLetter.generated.js';
 export * from './MarkerEmitted.generated.js';
 export * from './MarkerInvalid.generated.js';
 export * from './MarkerRevocation.generated.js';
+export * from './RegressionDetected.generated.js';
 export * from './TurnEvent.generated.js';
