@@ -42,24 +42,43 @@ export async function startFaultProxy(
   /** Set by `cut` until the cut happens (or its fallback drop). */
   let cutting: NodeJS.Timeout | null = null;
 
-  /** Copies `from` to `to`, delayed as set when each chunk arrives, in order. */
-  const relay = (from: Socket, to: Socket, fromTarget: boolean): void => {
-    let last = 0;
+  /**
+   * Copies `from` to `to`, delayed as set when each chunk arrives, in order: one queue per direction,
+   * drained by one timer at a time (timers of different durations may fire out of order). After a cut
+   * on the connection, nothing more is forwarded: the bytes after the partial chunk would corrupt the
+   * stream instead of ending it.
+   */
+  const relay = (from: Socket, to: Socket, fromTarget: boolean, link: { severed: boolean }): void => {
+    const queue: { due: number; chunk: Buffer }[] = [];
+    let draining = false;
+    const drain = (): void => {
+      while (queue.length > 0 && queue[0]!.due <= Date.now()) {
+        const { chunk } = queue.shift()!;
+        if (!to.destroyed && !link.severed) to.write(chunk);
+      }
+      draining = queue.length > 0;
+      if (draining) setTimeout(drain, Math.max(0, queue[0]!.due - Date.now()));
+    };
     from.on('data', (chunk: Buffer) => {
+      if (link.severed) return;
       if (fromTarget && cutting !== null && chunk.length > 1) {
         clearTimeout(cutting);
         cutting = null;
+        link.severed = true;
         to.write(chunk.subarray(0, Math.min(10, chunk.length - 1)));
         // A moment for those bytes to reach the client: a reset discards what it has not read yet.
         setTimeout(drop, 50);
         return;
       }
-      if (delayMs === 0 && last <= Date.now()) {
+      if (delayMs === 0 && queue.length === 0) {
         to.write(chunk);
         return;
       }
-      last = Math.max(Date.now() + delayMs, last);
-      setTimeout(() => to.destroyed || to.write(chunk), last - Date.now());
+      queue.push({ due: Date.now() + delayMs, chunk });
+      if (!draining) {
+        draining = true;
+        setTimeout(drain, delayMs);
+      }
     });
   };
 
@@ -73,8 +92,9 @@ export async function startFaultProxy(
       pairs.delete(pair);
     };
     for (const socket of [client, upstream]) socket.on('error', end).on('close', end);
-    relay(client, upstream, false);
-    relay(upstream, client, true);
+    const link = { severed: false };
+    relay(client, upstream, false, link);
+    relay(upstream, client, true, link);
     if (frozen) {
       client.pause();
       upstream.pause();
