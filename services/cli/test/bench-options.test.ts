@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bench } from './run-bench.js';
+import { bench } from '../../../bench/run-bench.js';
 
 // `pnpm bench:pipeline` (bench/pipeline.ts) and `pnpm bench:baseline` (bench/baseline.ts) read their
 // options before they touch the stack: --help lists them, and an option they do not know is one clear

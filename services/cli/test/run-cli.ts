@@ -1,12 +1,9 @@
-import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
-import { expect, onTestFinished } from 'vitest';
+import { expect } from 'vitest';
+import { runScript } from '../../../bench/run-bench.js';
 
 // Runs `tidemark` as a person does (a process of its own, its output captured), and the one-line
 // answer a command gives when the stack cannot be reached.
-
-const root = fileURLToPath(new URL('../../..', import.meta.url));
 
 /**
  * How long a command may take to say the stack is down. The CLI checks with a 3 s deadline and a refused
@@ -32,37 +29,6 @@ export async function tidemark(
   // Past the bound the answer is wrong anyway: stop waiting a little after it.
   const run = await runScript('services/cli/src/main.ts', args, env, killAfterMs);
   return { ...run, ms: Date.now() - started };
-}
-
-/**
- * `node --import tsx <script> <args>` from the repository root, `env` over this process's environment,
- * its output captured; killed after `killAfterMs`, or when the test ends.
- */
-export function runScript(
-  script: string,
-  args: readonly string[],
-  env: Record<string, string>,
-  killAfterMs: number,
-): Promise<Omit<CliRun, 'ms'>> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  onTestFinished(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve) =>
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    }),
-  );
 }
 
 /** A loopback port nothing listens on: connecting to it is refused. */

@@ -263,7 +263,7 @@ async function main(): Promise<void> {
     `  history ${longHistory} turns${' '.repeat(Math.max(1, 17 - String(longHistory).length))}p50 ${fmt(quantile(long, 0.5), 3)} ms  p99 ${fmt(quantile(long, 0.99), 3)} ms`,
     `  ratio long / short           p50 ${fmt(quantile(long, 0.5) / quantile(short, 0.5), 2)}  p99 ${fmt(quantile(long, 0.99) / quantile(short, 0.99), 2)}`,
     '',
-    `command: pnpm exec tsx services/materializer/bench/apply.ts  (BENCH_TURNS, BENCH_BATCH, BENCH_SESSIONS, BENCH_ROUNDS, BENCH_LONG_HISTORY, REDIS_URL)`,
+    `command: BENCH_TURNS=${totalTurns} BENCH_BATCH=${batchSize} BENCH_SESSIONS=${sessions} BENCH_ROUNDS=${rounds} BENCH_LONG_HISTORY=${longHistory} pnpm exec tsx services/materializer/bench/apply.ts`,
   ];
   console.log(lines.join('\n'));
 }
