@@ -132,9 +132,15 @@ async function withResumeClient<T>(
 
 function inspectCommand(env: Env): Command {
   return new Command('inspect')
-    .description("Print a session's compactions, marker decisions and resume plan, readably.")
+    .description(
+      "Print a session's compactions, marker decisions, regressions (steps a resumed agent started again) and resume plan, readably.",
+    )
     .argument('<tenant/session>', 'the session, e.g. acme/migration-lossy', sessionArgument)
-    .option('--json', 'print it as JSON: compactions, marker decisions, and the resume (or why not)', false)
+    .option(
+      '--json',
+      'print it as JSON: compactions, marker decisions, regressions, and the resume (or why not)',
+      false,
+    )
     .action((ref: SessionRef, flags: { json: boolean }) =>
       withResumeClient(env, async (bus, client) => {
         note('reading the compactions, markers and regressions topics…');
