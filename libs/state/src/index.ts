@@ -2,7 +2,7 @@
 // the L0 projection (written by the materializer, read by the validator and the resume worker), the
 // validator's frames, the resume plans and the compactor's windows. Each atomic transition is one Lua
 // script under lua/, with a header naming its keys, arguments and replies; every key is built in keys.ts.
-export { defaultMaxParkedTurns, Projection } from './projection.js';
+export { defaultMaxParkedTurns, Projection, type AlongsideRead } from './projection.js';
 export type { ApplyOutcome, ReleasedTurn, StallChange } from './projection-apply.js';
 export type { PositionedTurn } from './projection-plan.js';
 export { StateError } from './errors.js';

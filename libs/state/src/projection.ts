@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type BoundaryQuery, type DeadLetterReason, type StateAtBoundary } from '@tidemark/core';
-import type { Redis, Result } from 'ioredis';
+import type { ChainableCommander, Redis, Result } from 'ioredis';
 import { luaScript, projectionLayout, rebuildingKey, sessionKeys, stalledIndexKey } from './keys.js';
 import {
   queueApply,
@@ -49,9 +49,19 @@ const scripts = {
 };
 
 /** A batch applied under an epoch: its outcomes, or the news that the projection is no longer that epoch's. */
-export type EpochApply =
+/**
+ * Reads another store sends in the apply's round trip (after its scripts, so they see the batch applied):
+ * queued on the pipeline, `replies` commands read back by `read`.
+ */
+export interface AlongsideRead<T> {
+  queue(pipeline: ChainableCommander): { readonly replies: number; read(replies: readonly unknown[]): T };
+}
+
+export type EpochApply<T = undefined> =
   | {
       readonly ok: true;
+      /** What the alongside read answered (undefined without one). */
+      readonly alongside: T;
       readonly outcomes: readonly ApplyOutcome[];
       /** Parked turns whose gap this batch filled: the caller re-publishes them to turns.l0. */
       readonly released: readonly ReleasedTurn[];
@@ -158,16 +168,23 @@ export class Projection {
    * as `epoch_changed`; the caller rebuilds and must not act on the outcomes (a refusal there may be an
    * artefact of the lost state).
    */
-  async applyBatchInEpoch(epoch: string, turns: readonly PositionedTurn[]): Promise<EpochApply> {
+  async applyBatchInEpoch<T = undefined>(
+    epoch: string,
+    turns: readonly PositionedTurn[],
+    alongside?: AlongsideRead<T>,
+  ): Promise<EpochApply<T>> {
     const pipeline = this.#redis.pipeline();
     const finish = queueApply(pipeline, this.#prefix, turns, this.#maxParked);
+    const extra = alongside?.queue(pipeline);
     pipeline.get(this.#epochKey);
     const replies = await execAll(pipeline);
     const current = replies[replies.length - 1] as string | null;
     if (current !== epoch) return { ok: false, reason: 'epoch_changed', epoch: current };
-    const { outcomes, released, stalls } = finish(replies.slice(0, -1));
+    const own = replies.length - 1 - (extra?.replies ?? 0);
+    const { outcomes, released, stalls } = finish(replies.slice(0, own));
+    const read = extra?.read(replies.slice(own, -1)) as T;
     if (stalls.length > 0) await this.#indexStalls(stalls);
-    return { ok: true, outcomes, released, stalls };
+    return { ok: true, outcomes, released, stalls, alongside: read };
   }
 
   /**

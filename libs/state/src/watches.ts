@@ -1,6 +1,7 @@
 import { sessionKey, type RegressionWatch, type WatchedStep } from '@tidemark/core';
 import type { Redis } from 'ioredis';
 import { sessionStoreKey, type SessionRef } from './keys.js';
+import type { AlongsideRead } from './projection.js';
 import { execAll } from './replies.js';
 
 // The regression watch a resume leaves behind (written by the resume service, read by the materializer):
@@ -12,13 +13,6 @@ import { execAll } from './replies.js';
 // Key (under the prefix, hash-tagged by session):
 //   watch:{tenant/session}   hash: `r` -> RegressionWatch JSON, `s:<signature>` -> WatchedStep JSON;
 //                            expires a retention after the last resume that wrote it
-
-/** A session's watch as the materializer reads it for the signatures of a batch's new items. */
-export interface WatchMatch {
-  readonly watch: RegressionWatch;
-  /** The watched steps among the asked signatures. */
-  readonly steps: ReadonlyMap<string, WatchedStep>;
-}
 
 export class WatchStore {
   readonly #redis: Redis;
@@ -43,30 +37,56 @@ export class WatchStore {
   }
 
   /**
-   * The watches of many sessions, each with the watched steps among its signatures: one round trip for
-   * the batch. Keyed by core sessionKey; a session with no watch (or none of the signatures) is absent.
+   * The watches of these sessions, as a read sent in another store's round trip (the projection's apply:
+   * AlongsideRead): one field each, so a batch whose sessions nobody resumed costs next to nothing.
+   * Keyed by core sessionKey; a session with no watch is absent.
    */
-  async match(
-    queries: readonly { readonly ref: SessionRef; readonly signatures: readonly string[] }[],
-  ): Promise<Map<string, WatchMatch>> {
-    const found = new Map<string, WatchMatch>();
+  watching(refs: readonly SessionRef[]): AlongsideRead<Map<string, RegressionWatch>> {
+    return {
+      queue: (pipeline) => {
+        for (const ref of refs) pipeline.hget(sessionStoreKey(this.#prefix, 'watch', ref), 'r');
+        return {
+          replies: refs.length,
+          read: (replies) => {
+            const found = new Map<string, RegressionWatch>();
+            refs.forEach((ref, i) => {
+              const watch = replies[i] as string | null;
+              if (watch !== null) {
+                found.set(sessionKey(ref.tenantId, ref.sessionId), JSON.parse(watch) as RegressionWatch);
+              }
+            });
+            return found;
+          },
+        };
+      },
+    };
+  }
+
+  /**
+   * The watched steps among each session's signatures, in one round trip for the batch (only sessions
+   * that have a watch are worth asking). Keyed by core sessionKey, then by signature.
+   */
+  async steps(queries: readonly WatchQuery[]): Promise<Map<string, Map<string, WatchedStep>>> {
+    const found = new Map<string, Map<string, WatchedStep>>();
     if (queries.length === 0) return found;
     const pipeline = this.#redis.pipeline();
     for (const { ref, signatures } of queries) {
-      pipeline.hmget(sessionStoreKey(this.#prefix, 'watch', ref), 'r', ...signatures.map((s) => `s:${s}`));
+      pipeline.hmget(sessionStoreKey(this.#prefix, 'watch', ref), ...signatures.map((s) => `s:${s}`));
     }
-    const replies = (await execAll(pipeline)) as (string | null)[][];
+    const replies = await execAll(pipeline);
     queries.forEach(({ ref, signatures }, index) => {
-      const [watch, ...steps] = replies[index]!;
-      if (watch === null || watch === undefined) return;
       const known = new Map<string, WatchedStep>();
-      steps.forEach((step, i) => {
+      (replies[index] as (string | null)[]).forEach((step, i) => {
         if (step !== null) known.set(signatures[i]!, JSON.parse(step) as WatchedStep);
       });
-      if (known.size === 0) return;
-      const parsed = JSON.parse(watch) as RegressionWatch;
-      found.set(sessionKey(ref.tenantId, ref.sessionId), { watch: parsed, steps: known });
+      if (known.size > 0) found.set(sessionKey(ref.tenantId, ref.sessionId), known);
     });
     return found;
   }
+}
+
+/** A session and the signatures of the steps a batch opened in it. */
+export interface WatchQuery {
+  readonly ref: SessionRef;
+  readonly signatures: readonly string[];
 }

@@ -322,6 +322,8 @@ class MaterializerService implements Materializer {
     records: DecodedRecord<TurnEvent>[],
   ): Promise<void> {
     const started = process.hrtime.bigint();
+    // A rebuild replays history: what it replays was watched (or not) when it first came.
+    const rebuilding = this.#progress?.epoch === epoch;
     const applied = await this.projection.applyBatchInEpoch(
       epoch,
       records.map((record) => ({
@@ -329,6 +331,7 @@ class MaterializerService implements Materializer {
         partition: record.raw.partition,
         offset: record.raw.offset,
       })),
+      rebuilding ? undefined : this.#regressions.watching(records.map((r) => r.value)),
     );
     if (!applied.ok) {
       // Flushed (or rebuilt elsewhere) before or during this batch: its outcomes describe lost state.
@@ -356,8 +359,9 @@ class MaterializerService implements Materializer {
       else await this.#parked.republish(producer, records, applied.released);
     }
     logStalls(this.#logger, applied.stalls);
-    // A rebuild replays history: what it replays was watched (or not) when it first came.
-    if (this.#progress?.epoch !== epoch) await this.#regressions.check(producer, applied.outcomes);
+    if (applied.alongside !== undefined) {
+      await this.#regressions.publish(producer, applied.outcomes, applied.alongside);
+    }
     this.#metrics.outcomes(applied.outcomes);
     this.#metrics.applied(Number(process.hrtime.bigint() - started) / 1e9, records.length);
   }

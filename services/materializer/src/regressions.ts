@@ -5,53 +5,78 @@ import {
   regressionsIn,
   sessionKey,
   type RegressionDetected,
+  type RegressionWatch,
   type TurnEvent,
 } from '@tidemark/core';
 import type { Logger } from '@tidemark/service';
-import type { ApplyOutcome, WatchStore } from '@tidemark/state';
+import type { AlongsideRead, ApplyOutcome, SessionRef, WatchStore } from '@tidemark/state';
 import type { MaterializerMetrics } from './metrics.js';
 
-// The regression watch's other half (the resume service records the watch): after each applied batch,
-// the items its turns open are matched against their sessions' watches, one Redis round trip for the
-// batch, and each step started again is published as a RegressionDetected. A redelivered turn is looked
-// at again and gives the same event (its id is content-derived); consumers keep the first.
+// The regression watch's other half (the resume service records the watch): whether the sessions whose
+// turns open items have a watch is read in the apply's own round trip (after the apply, see
+// Projection.applyBatchInEpoch); only for a session someone resumed are its new items' signatures
+// computed and its watched steps read (one more round trip, for batches that have such a session). Each
+// step an applied turn starts again that was ruled out before the resume's boundary is published as a
+// RegressionDetected. A redelivered turn is looked at again and gives the same event (its id is
+// content-derived); consumers keep the first.
+
+type Watches = Pick<WatchStore, 'watching' | 'steps'>;
 
 export class RegressionWatcher {
-  readonly #store: Pick<WatchStore, 'match'>;
+  readonly #store: Watches;
   readonly #metrics: MaterializerMetrics;
   readonly #logger: Logger;
 
-  constructor(store: Pick<WatchStore, 'match'>, metrics: MaterializerMetrics, logger: Logger) {
+  constructor(store: Watches, metrics: MaterializerMetrics, logger: Logger) {
     this.#store = store;
     this.#metrics = metrics;
     this.#logger = logger;
   }
 
-  async check(producer: EventProducer, outcomes: readonly ApplyOutcome[]): Promise<void> {
-    const sessions = new Map<string, { turns: TurnEvent[]; signatures: Set<string> }>();
-    for (const { turn, result, parked } of outcomes) {
-      if (parked || !result.ok) continue;
-      const opened = turn.changes.filter((change) => change.type === 'item_opened');
-      if (opened.length === 0) continue;
-      const key = sessionKey(turn.tenantId, turn.sessionId);
-      const session = sessions.get(key) ?? { turns: [], signatures: new Set<string>() };
-      sessions.set(key, session);
-      session.turns.push(turn);
-      for (const item of opened) session.signatures.add(callSignature(item));
+  /** The read to send with the batch's apply: the watches of the sessions whose turns open items. */
+  watching(turns: readonly TurnEvent[]): AlongsideRead<Map<string, RegressionWatch>> {
+    const sessions = new Map<string, SessionRef>();
+    for (const { tenantId, sessionId, changes } of turns) {
+      if (!changes.some((change) => change.type === 'item_opened')) continue;
+      sessions.set(sessionKey(tenantId, sessionId), { tenantId, sessionId });
     }
-    if (sessions.size === 0) return;
-    const matches = await this.#store.match(
-      [...sessions.values()].map(({ turns, signatures }) => ({
-        ref: { tenantId: turns[0]!.tenantId, sessionId: turns[0]!.sessionId },
+    return this.#store.watching([...sessions.values()]);
+  }
+
+  /** Publishes the regressions of the batch's applied turns in the sessions that have a watch. */
+  async publish(
+    producer: EventProducer,
+    outcomes: readonly ApplyOutcome[],
+    watches: ReadonlyMap<string, RegressionWatch>,
+  ): Promise<void> {
+    if (watches.size === 0) return;
+    const watched = outcomes.filter(
+      ({ turn, result, parked }) =>
+        !parked && result.ok && watches.has(sessionKey(turn.tenantId, turn.sessionId)),
+    );
+    const signatures = new Map<string, { ref: SessionRef; signatures: Set<string> }>();
+    for (const { turn } of watched) {
+      const key = sessionKey(turn.tenantId, turn.sessionId);
+      const session = signatures.get(key) ?? { ref: turn, signatures: new Set<string>() };
+      signatures.set(key, session);
+      for (const change of turn.changes) {
+        if (change.type === 'item_opened') session.signatures.add(callSignature(change));
+      }
+    }
+    const steps = await this.#store.steps(
+      [...signatures.values()].map(({ ref, signatures }) => ({
+        ref: { tenantId: ref.tenantId, sessionId: ref.sessionId },
         signatures: [...signatures],
       })),
     );
     const events: RegressionDetected[] = [];
-    for (const [key, match] of matches) {
-      for (const turn of sessions.get(key)!.turns) {
-        for (const regression of regressionsIn(turn, match.watch, (s) => match.steps.get(s))) {
-          events.push(regressionDetected(turn, regression, match.watch));
-        }
+    for (const { turn } of watched) {
+      const key = sessionKey(turn.tenantId, turn.sessionId);
+      const known = steps.get(key);
+      if (known === undefined) continue;
+      const watch = watches.get(key)!;
+      for (const regression of regressionsIn(turn, watch, (s) => known.get(s))) {
+        events.push(regressionDetected(turn, regression, watch));
       }
     }
     if (events.length === 0) return;
