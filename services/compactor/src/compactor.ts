@@ -29,7 +29,8 @@ import {
 import { Redis } from 'ioredis';
 import type { Admin } from 'kafkajs';
 import { policiesOf, type CompactorConfig } from './config.js';
-import { CompactionEngine, namespaceOf, summarizers } from './engine.js';
+import { CompactionEngine, namespaceOf } from './engine.js';
+import { summarizers } from './summarizers.js';
 import { engineMetrics } from './metrics.js';
 import type { SessionWindow } from './window.js';
 
@@ -187,6 +188,7 @@ export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compa
         summarizerFor: summarizerOf,
         maxRepairs: config.MAX_REPAIRS,
         stateWaitMs: config.STATE_WAIT_MS,
+        sessionsPerStep: config.BATCH_SESSIONS,
         store,
         projection: new Projection(redis, { prefix: config.REDIS_PREFIX }),
         producer,

@@ -14,6 +14,7 @@ import {
   groupNamed,
   parsedVariable,
 } from '@tidemark/service';
+import { defaultSessionsPerStep } from './engine.js';
 
 // The compactor's configuration: where the stack is (commonConfig), the compaction policy (each field
 // of core's Policy, defaults from core's defaultPolicy), the generation it writes, and repair bounds.
@@ -53,6 +54,11 @@ export const compactorConfigSchema = z
      * How long the group waits for a member that went silent (SIGKILL) before its partitions move on: a
      * restarted compactor resumes after at most this (the broker's floor is 6 s).
      */
+    /**
+     * Sessions a batch advances at once: a batch of more is taken in steps of this many (bounds the
+     * memory a batch of thousands of sessions holds; see CompactionEngine.onTurns).
+     */
+    BATCH_SESSIONS: positive.default(defaultSessionsPerStep),
     /** turns.l0 partitions compacted at once (they hold disjoint sessions). */
     COMPACTOR_PARTITIONS_CONCURRENTLY: z.coerce.number().int().positive().default(4),
     CONSUMER_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6_000).default(30_000),

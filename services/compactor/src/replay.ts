@@ -5,7 +5,8 @@ import { createLogger, logRedisOutages, Registry, type Logger } from '@tidemark/
 import { Projection, WindowStore } from '@tidemark/state';
 import { SingleBar } from 'cli-progress';
 import { Redis } from 'ioredis';
-import { CompactionEngine, namespaceOf, summarizerFor } from './engine.js';
+import { CompactionEngine, namespaceOf } from './engine.js';
+import { summarizerFor } from './summarizers.js';
 import { engineMetrics } from './metrics.js';
 import type { SessionWindow } from './window.js';
 

@@ -174,6 +174,28 @@ describe('the compactor', () => {
     for (const c of reference) expect(canonicalJson(published.get(c.compactionId))).toBe(canonicalJson(c));
   });
 
+  it('advances a batch of many sessions a few at a time (BATCH_SESSIONS) into the reference bytes', async () => {
+    const s = await stage();
+    const sessions = Array.from({ length: 6 }, (_, i) =>
+      generateSession(40 + i, { turns: 70, tenantId: 'steps', sessionId: `s-${i}` }),
+    );
+    // Interleaved turn by turn, so that every batch holds all six sessions: three steps of two.
+    const interleaved = sessions[0]!.flatMap((_, seq) => sessions.map((turns) => turns[seq]!));
+    await s.publish(interleaved);
+    const policy = definePolicy({ l1EveryTurns: 20, digestFanIn: 2 });
+    const reference = sessions.flatMap((turns) => {
+      const seqs = s.offsets.get(`${turns[0]!.tenantId}/${turns[0]!.sessionId}`)!;
+      return runReference(turns, { policy, compactorVersion: version, offsetOf: (seq) => seqs.get(seq)! })
+        .compactions;
+    });
+    const collected = await collectCompactions(s.bus);
+    await runCompactor(s.config({ L1_EVERY_TURNS: '20', DIGEST_FAN_IN: '2', BATCH_SESSIONS: '2' }));
+    await collected.waitFor(hasIds(reference.map((c) => c.compactionId)));
+    const published = distinct(collected.all);
+    expect([...published.keys()].sort()).toEqual(reference.map((c) => c.compactionId).sort());
+    for (const c of reference) expect(canonicalJson(published.get(c.compactionId))).toBe(canonicalJson(c));
+  });
+
   it('waits for the materializer: a span whose state is not applied yet is retried, never compacted on missing state', async () => {
     const s = await stage();
     const turns = generateSession(37, { turns: 80, sessionId: 'late-state' });
