@@ -48,7 +48,6 @@ const scripts = {
   markBroken: luaScript('projection-mark-broken'),
 };
 
-/** A batch applied under an epoch: its outcomes, or the news that the projection is no longer that epoch's. */
 /**
  * Reads another store sends in the apply's round trip (after its scripts, so they see the batch applied):
  * queued on the pipeline, `replies` commands read back by `read`.
@@ -57,6 +56,7 @@ export interface AlongsideRead<T> {
   queue(pipeline: ChainableCommander): { readonly replies: number; read(replies: readonly unknown[]): T };
 }
 
+/** A batch applied under an epoch: its outcomes, or the news that the projection is no longer that epoch's. */
 export type EpochApply<T = undefined> =
   | {
       readonly ok: true;
