@@ -8,7 +8,7 @@ import { loadScenario } from '@tidemark/scenarios';
 import { createLogger } from '@tidemark/service';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { e2ePipeline } from './pipeline.js';
+import { e2ePipeline, runTidemark } from './pipeline.js';
 
 // The session page in headless Chromium (Debian's chromium, driven by playwright-core), on the whole
 // pipeline: the page is opened before the lossy migration demo is played, follows it live to its
@@ -81,8 +81,20 @@ describe('a picture of a session', () => {
     expect(Object.keys(openapi.paths)).toContain('/v1/sessions/{tenantId}/{sessionId}/view');
   });
 
+  it('is where `tidemark ui` says, which says so only when the resume service answers', async () => {
+    const ui = await runTidemark(e2e, ['ui', `${tenantId}/${sessionId}`, '--url', `${e2e.pipeline.url}/`]);
+    expect(ui.code, ui.stderr).toBe(0);
+    expect(ui.stdout.trim()).toBe(
+      `${e2e.pipeline.url}/ui/sessions/${tenantId}/${encodeURIComponent(sessionId)}`,
+    );
+    const down = await runTidemark(e2e, ['ui', `${tenantId}/${sessionId}`, '--url', 'http://127.0.0.1:9']);
+    expect(down.code).toBe(3);
+    expect(down.stderr).toContain('does not answer');
+  });
+
   it('follows the lossy demo live, shows its invalid marker, and follows a violation to its turn', async () => {
-    await page.goto(`${e2e.pipeline.url}/ui/sessions/${tenantId}/${encodeURIComponent(sessionId)}`);
+    const ui = await runTidemark(e2e, ['ui', `${tenantId}/${sessionId}`, '--url', e2e.pipeline.url]);
+    await page.goto(ui.stdout.trim());
     // A wrong token is refused, and asked for again.
     await page.fill('#token', 'not-a-token');
     await page.press('#token', 'Enter');

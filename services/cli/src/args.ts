@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
 
 // Argument parsers the commands share.
 
@@ -9,6 +9,14 @@ export function sessionArgument(value: string): { tenantId: string; sessionId: s
     throw new InvalidArgumentError('expected <tenant>/<session>, e.g. acme/migration-strict');
   }
   return { tenantId: value.slice(0, slash), sessionId: value.slice(slash + 1) };
+}
+
+/** `--url`: the resume API a command asks (TIDEMARK_RESUME_URL, else the local pipeline's port). */
+export function resumeUrlOption(env: { readonly TIDEMARK_RESUME_URL?: string | undefined }): Option {
+  const withoutSlash = (url: string) => url.replace(/\/+$/, '');
+  return new Option('--url <url>', 'the resume API (default: TIDEMARK_RESUME_URL, else the local pipeline)')
+    .default(withoutSlash(env.TIDEMARK_RESUME_URL ?? 'http://127.0.0.1:7400'))
+    .argParser(withoutSlash);
 }
 
 export const integer = (min: number) => (value: string) => {

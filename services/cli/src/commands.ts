@@ -18,6 +18,7 @@ import { startPipeline, waitUntilReady, type Env } from './pipeline.js';
 import { preflight } from './preflight.js';
 import { integer, sessionArgument } from './args.js';
 import { demoOperatorToken, revokeCommand } from './revoke.js';
+import { uiCommand } from './ui.js';
 
 // The `tidemark` command. Where the stack is comes from the environment (KAFKA_BROKERS,
 // SCHEMA_REGISTRY_URL, REDIS_URL, TOPIC_PREFIX, REDIS_PREFIX: the same variables as the services, with
@@ -367,6 +368,7 @@ export function tidemarkProgram(env: Env = process.env): Command {
     .addCommand(resumeCommand(env))
     .addCommand(expandCommand(env))
     .addCommand(revokeCommand(env))
+    .addCommand(uiCommand(env))
     .addCommand(ingestCommand(env))
     .addCommand(mcpCommand(env))
     .addCommand(reportCommand(env))

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { sessionArgument } from './args.js';
+import { resumeUrlOption, sessionArgument } from './args.js';
 import type { Env } from './pipeline.js';
 
 // `tidemark revoke`: undo a compaction through the resume API, as an operator. The token comes from the
@@ -12,8 +12,6 @@ const note = (text: string) => process.stderr.write(`${text}\n`);
 /** The operator token the demo configures for each demo tenant. */
 export const demoOperatorToken = (tenantId: string) => `demo-operator-${tenantId}`;
 
-const defaultResumeUrl = 'http://127.0.0.1:7400';
-
 export function revokeCommand(env: Env): Command {
   return new Command('revoke')
     .description(
@@ -22,11 +20,7 @@ export function revokeCommand(env: Env): Command {
     .argument('<tenant/session>', 'the session, e.g. acme/migration-strict', sessionArgument)
     .argument('<marker>', 'the marker id (`tidemark inspect` lists each decision with its marker)')
     .requiredOption('--reason <text>', 'why it is revoked (kept on the markers topic, for the audit)')
-    .option(
-      '--url <url>',
-      'the resume API (default: TIDEMARK_RESUME_URL, else the local pipeline)',
-      env.TIDEMARK_RESUME_URL ?? defaultResumeUrl,
-    )
+    .addOption(resumeUrlOption(env))
     .action(
       async (
         ref: { tenantId: string; sessionId: string },
@@ -43,7 +37,7 @@ export function revokeCommand(env: Env): Command {
           return;
         }
         const path = [ref.tenantId, ref.sessionId, 'markers', markerId, 'revoke'].map(encodeURIComponent);
-        const url = `${flags.url.replace(/\/+$/, '')}/v1/sessions/${path.join('/')}`;
+        const url = `${flags.url}/v1/sessions/${path.join('/')}`;
         let response: Response;
         try {
           response = await fetch(url, {
