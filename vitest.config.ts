@@ -15,6 +15,14 @@ const faultRuns = [
   'test/e2e/network-faults.test.ts',
   'test/e2e/determinism.test.ts',
 ];
+// The benchmark smokes that run services (or their same-shape groups) flat out for many seconds: beside
+// other files they starved the registry the same way (a 63 s silence, a publisher test timing out).
+// They run after the fault runs, one at a time.
+const heavyBenches = [
+  'services/cli/test/bench-pipeline.int.test.ts',
+  'services/cli/test/bench-baseline.int.test.ts',
+  'services/materializer/test/bench-service.int.test.ts',
+];
 const integration = {
   globalSetup: ['test/infra/global-setup.ts'],
   testTimeout: 120_000,
@@ -38,7 +46,7 @@ export default defineConfig({
           name: 'integration',
           sequence: { groupOrder: 1 },
           include: [...sources.map((s) => `${s}/*.int.test.ts`), 'test/e2e/**/*.test.ts'],
-          exclude: ['**/node_modules/**', ...faultRuns],
+          exclude: ['**/node_modules/**', ...faultRuns, ...heavyBenches],
           ...integration,
           // Integration tests share one broker on a 2-core machine; a few files at a time is faster than many.
           maxWorkers: 2,
@@ -49,6 +57,15 @@ export default defineConfig({
           name: 'faults',
           sequence: { groupOrder: 2 },
           include: faultRuns,
+          ...integration,
+          maxWorkers: 1,
+        },
+      },
+      {
+        test: {
+          name: 'heavy',
+          sequence: { groupOrder: 3 },
+          include: heavyBenches,
           ...integration,
           maxWorkers: 1,
         },
