@@ -24,6 +24,8 @@ export interface SessionEvents<E> {
   readonly partition: number;
   /** The session's decodable records in offset order (what could not be decoded was dead-lettered once, and is skipped). */
   readonly records: readonly DecodedRecord<E>[];
+  /** Where the read stopped (exclusive): a later read `from` here sees only what came since. */
+  readonly end: number;
 }
 
 /** Where the topics are and how their records decode (a Bus is one). */
@@ -84,7 +86,7 @@ export class SessionHistory {
       );
       if (decoded.ok) records.push({ raw, value: decoded.value });
     }
-    return { partition, records };
+    return { partition, records, end: Math.max(from, end) };
   }
 
   async close(): Promise<void> {

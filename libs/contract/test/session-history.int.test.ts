@@ -39,10 +39,18 @@ describe('SessionHistory', () => {
         before: offsets[5]!,
       });
       expect(bounded.records.map((r) => r.value.seq)).toEqual([2, 3, 4, 5]);
+      expect(bounded.end).toBe(offsets[5]);
+      // Read on from where a read stopped: only what came since (nothing, here).
+      expect((await history.read('turns', ref, { from: read.end })).records).toEqual([]);
     }
     // The sessions are spread over several partitions, so the key's partition was found, not assumed.
     expect(partitions.size).toBeGreaterThan(1);
     // A session with no record: nothing, from its partition.
-    expect((await history.read('turns', { tenantId: 'hist', sessionId: 'none' })).records).toEqual([]);
+    const none = await history.read('turns', { tenantId: 'hist', sessionId: 'none' });
+    expect(none.records).toEqual([]);
+    // It still says where it stopped: the partition's end, which the next read starts from.
+    const admin = await bus.admin();
+    const bounds = (await admin.fetchTopicOffsets(topics.turns)).find((o) => o.partition === none.partition);
+    expect(none.end).toBe(Number(bounds!.high));
   });
 });

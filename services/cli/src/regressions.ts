@@ -18,9 +18,8 @@ export function regressionTail(
   const told = new Set<string>();
   let from = 0;
   return async () => {
-    const { records } = await history.read('regressions', ref, { from });
-    const last = records.at(-1);
-    if (last !== undefined) from = Number(last.raw.offset) + 1;
+    const { records, end } = await history.read('regressions', ref, { from });
+    from = end;
     const fresh = distinctRegressions(records.map((r) => r.value)).filter((r) => !told.has(r.regressionId));
     for (const r of fresh) told.add(r.regressionId);
     return fresh;

@@ -79,6 +79,7 @@ export function createSessionViewReader(deps: SessionViewDeps) {
     read: (range: { partition?: number; from?: number }) => Promise<{
       readonly partition: number;
       readonly records: readonly { readonly raw: { readonly offset: number }; readonly value: E }[];
+      readonly end: number;
     }>,
   ): Promise<void> => {
     const found = await read({
@@ -89,8 +90,10 @@ export function createSessionViewReader(deps: SessionViewDeps) {
     for (const { raw, value } of found.records) {
       if (tail.next !== undefined && raw.offset < tail.next) continue;
       tail.records.push({ offset: raw.offset, value });
-      tail.next = raw.offset + 1;
     }
+    // On from where this read stopped, records of the session or not: a session with none yet (no
+    // regression, say) is not read from the partition's start at every poll.
+    tail.next = Math.max(tail.next ?? 0, found.end);
   };
 
   // The newest maxViewTurns applied turns: those listed already are kept, the ones after them read.
