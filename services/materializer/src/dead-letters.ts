@@ -1,6 +1,8 @@
-import { deadLetterOf, type DecodedRecord } from '@tidemark/contract';
+import { deadLetterOf, type DecodedRecord, type EventProducer } from '@tidemark/contract';
 import type { DeadLetter, TurnEvent } from '@tidemark/core';
+import type { Logger } from '@tidemark/service';
 import type { ApplyOutcome } from '@tidemark/state';
+import type { MaterializerMetrics } from './metrics.js';
 
 /** A dead letter to publish, with the id that tells it apart from one already sent. */
 export interface PendingDeadLetter {
@@ -20,7 +22,7 @@ const maxRemembered = 100_000;
 export class DeadLetterLog {
   readonly #sent = new Set<string>();
 
-  lettersFor(
+  #lettersFor(
     records: readonly DecodedRecord<TurnEvent>[],
     outcomes: readonly ApplyOutcome[],
   ): PendingDeadLetter[] {
@@ -43,8 +45,34 @@ export class DeadLetterLog {
     return dead;
   }
 
+  /**
+   * Publishes the batch's dead letters not sent yet, durably, then remembers them; each counted and
+   * logged with its reason.
+   */
+  async publish(
+    producer: EventProducer,
+    records: readonly DecodedRecord<TurnEvent>[],
+    outcomes: readonly ApplyOutcome[],
+    told: { readonly metrics: MaterializerMetrics; readonly logger: Logger },
+  ): Promise<void> {
+    const dead = this.#lettersFor(records, outcomes);
+    if (dead.length === 0) return;
+    await producer.send(
+      'deadletter',
+      dead.map((d) => d.letter),
+    );
+    this.#remember(dead);
+    for (const { letter } of dead) {
+      told.metrics.deadLetter(letter.reason);
+      told.logger.warn(
+        { partition: letter.partition, offset: letter.offset, reason: letter.reason },
+        `dead-lettered: ${letter.message}`,
+      );
+    }
+  }
+
   /** Remembers letters once they are durably on the deadletter topic. */
-  sent(letters: readonly PendingDeadLetter[]): void {
+  #remember(letters: readonly PendingDeadLetter[]): void {
     if (this.#sent.size + letters.length > maxRemembered) this.#sent.clear();
     for (const { id } of letters) this.#sent.add(id);
   }

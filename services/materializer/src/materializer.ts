@@ -339,21 +339,8 @@ class MaterializerService implements Materializer {
       void this.rebuild('projection lost');
       return;
     }
-    const dead = this.#deadLetters.lettersFor(records, applied.outcomes);
-    if (dead.length > 0) {
-      await producer.send(
-        'deadletter',
-        dead.map((d) => d.letter),
-      );
-      this.#deadLetters.sent(dead);
-      for (const d of dead) {
-        this.#metrics.deadLetter(d.letter.reason);
-        this.#logger.warn(
-          { partition: d.letter.partition, offset: d.letter.offset, reason: d.letter.reason },
-          `dead-lettered: ${d.letter.message}`,
-        );
-      }
-    }
+    const told = { metrics: this.#metrics, logger: this.#logger };
+    await this.#deadLetters.publish(producer, records, applied.outcomes, told);
     if (applied.released.length > 0 && this.#parked !== null) {
       if (this.#progress?.epoch === epoch) this.#parked.defer(applied.released);
       else await this.#parked.republish(producer, records, applied.released);
