@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { bench } from '../../../bench/run-bench.js';
 
-// `pnpm bench:pipeline` (bench/pipeline.ts) and `pnpm bench:baseline` (bench/baseline.ts) read their
-// options before they touch the stack: --help lists them, and an option they do not know is one clear
-// line, not a stack trace. None of these runs reaches the benchmark itself, so none needs the stack.
+// `pnpm bench:pipeline` (bench/pipeline.ts), `pnpm bench:baseline` (bench/baseline.ts) and the
+// validator's bench read their options before they touch the stack: --help lists them, and an option
+// they do not know is one clear line, not a stack trace. None of these runs reaches the benchmark itself, so none needs the stack.
 
 // Nothing answers here: should an option slip through, the run fails fast instead of benchmarking.
 const nowhere = { KAFKA_BROKERS: '127.0.0.1:1', REDIS_URL: 'redis://127.0.0.1:1' };
@@ -24,21 +24,29 @@ const benches = [
       '--cpu-prof <dir>',
     ],
     bad: { args: ['--sessions', '0'], says: '--sessions must be an integer ≥ 1' },
+    sessionsDefault: 200,
   },
   {
     script: 'bench/baseline.ts',
     options: ['--sessions', '--turns', '--rounds', '--mode', '--style', '--partitions', '--seed'],
     bad: { args: ['--mode', 'two'], says: '--mode must be one, processes or both' },
+    sessionsDefault: 200,
+  },
+  {
+    script: 'services/validator/bench/validator.bench.ts',
+    options: ['--rate', '--sessions', '--turns', '--long', '--checks'],
+    bad: { args: ['--rate', '0'], says: '--rate must be an integer ≥ 1' },
+    sessionsDefault: 40,
   },
 ];
 
-describe.each(benches)('$script options', ({ script, options, bad }) => {
+describe.each(benches)('$script options', ({ script, options, bad, sessionsDefault }) => {
   it('--help prints every option with its default and exits 0', async () => {
     const result = await run(script, ['--help']);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/^Usage: /);
     for (const option of options) expect(result.stdout).toContain(option);
-    expect(result.stdout).toContain('(default 200)');
+    expect(result.stdout).toMatch(new RegExp(`--sessions <n> +.*\\(default ${sessionsDefault}\\)`));
     expect(result.stderr).toBe('');
   }, 30_000);
 

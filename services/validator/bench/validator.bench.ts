@@ -11,7 +11,6 @@
 // Run: pnpm exec tsx services/validator/bench/validator.bench.ts [--rate 50] [--sessions 40] [--turns 400]
 //      [--long 100000] [--checks 300]
 import { randomUUID } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import {
   boundaryQuery,
   buildCompaction,
@@ -33,25 +32,46 @@ import { Bus, decodeRecord, provisionTopics, topicNames, type TopicNames } from 
 import { FrameStore, Projection } from '@tidemark/state';
 import { createLogger, parseConfig, Registry } from '@tidemark/service';
 import { Redis } from 'ioredis';
+import { integer, readFlags } from '../../../bench/options.js';
 import { decideBatch } from '../src/index.js';
 import { validatorConfigSchema } from '../src/config.js';
 import { validatorMetrics } from '../src/metrics.js';
 import { create as createValidator } from '../src/validator.js';
 
-const { values: args } = parseArgs({
-  options: {
-    rate: { type: 'string', default: '50' },
-    sessions: { type: 'string', default: '40' },
-    turns: { type: 'string', default: '400' },
-    long: { type: 'string', default: '100000' },
-    checks: { type: 'string', default: '300' },
+const script = 'services/validator/bench/validator.bench.ts';
+const args = readFlags(
+  {
+    script,
+    invocation: 'pnpm --filter @tidemark/validator bench --',
+    about: [
+      'The validator: decision latency under a steady offered load against an echo baseline on the same',
+      'bus, and the cost of one check with 100 prior turns against one with --long prior turns, on the stack',
+      'the environment names (the local one by default: pnpm infra:up).',
+    ],
+    options: {
+      rate: { type: 'string', default: '50' },
+      sessions: { type: 'string', default: '40' },
+      turns: { type: 'string', default: '400' },
+      long: { type: 'string', default: '100000' },
+      checks: { type: 'string', default: '300' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    described: {
+      rate: 'compactions offered per second in the latency run',
+      sessions: 'sessions in the latency run',
+      turns: 'turns per session in the latency run',
+      long: 'prior turns of the long session in the check-cost run',
+      checks: 'checks timed per session length',
+      help: 'this text',
+    },
   },
-});
-const rate = Number(args.rate);
-const sessionCount = Number(args.sessions);
-const turnsPerSession = Number(args.turns);
-const longTurns = Number(args.long);
-const checks = Number(args.checks);
+  process.argv.slice(2),
+);
+const rate = integer(script, 'rate', args.rate);
+const sessionCount = integer(script, 'sessions', args.sessions);
+const turnsPerSession = integer(script, 'turns', args.turns);
+const longTurns = integer(script, 'long', args.long);
+const checks = integer(script, 'checks', args.checks);
 
 const base = parseConfig(validatorConfigSchema, process.env);
 const runId = randomUUID().slice(0, 8);
