@@ -21,6 +21,26 @@ const batchSize = Number(process.env.BENCH_BATCH ?? 500);
 const sessions = Number(process.env.BENCH_SESSIONS ?? 50);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const longHistory = Number(process.env.BENCH_LONG_HISTORY ?? 100_000);
+// The round-trip figures compare batches with each other: one batch (or a size that is not a whole
+// number) would print NaN and ∞. Refused in one line before anything touches Redis.
+for (const [name, value, min] of [
+  ['BENCH_TURNS', totalTurns, 2],
+  ['BENCH_BATCH', batchSize, 1],
+  ['BENCH_SESSIONS', sessions, 1],
+  ['BENCH_ROUNDS', rounds, 1],
+  ['BENCH_LONG_HISTORY', longHistory, 1],
+] as const) {
+  if (!Number.isSafeInteger(value) || value < min) {
+    process.stderr.write(`apply.ts: ${name} must be an integer ≥ ${min}, not ${String(value)}\n`);
+    process.exit(2);
+  }
+}
+if (totalTurns < 2 * batchSize) {
+  process.stderr.write(
+    `apply.ts: BENCH_TURNS (${totalTurns}) must hold at least two batches of BENCH_BATCH (${batchSize})\n`,
+  );
+  process.exit(2);
+}
 
 /**
  * A proxy to Redis that counts request flights (a client burst after a server burst, or the first) and
