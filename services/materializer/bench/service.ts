@@ -22,6 +22,18 @@ import { create as createMaterializer, materializerConfigSchema } from '../src/i
 
 const totalTurns = Number(process.env.BENCH_TURNS ?? 40_000);
 const sessions = Number(process.env.BENCH_SESSIONS ?? 80);
+// Below this the figures mean nothing (see above): refused rather than printed.
+const fewestTurns = 30_000;
+if (!Number.isSafeInteger(totalTurns) || totalTurns < fewestTurns) {
+  process.stderr.write(
+    `service.ts: BENCH_TURNS must be an integer ≥ ${fewestTurns} (most turns would be applied before a watermark is seen to move), not ${String(totalTurns)}\n`,
+  );
+  process.exit(2);
+}
+if (!Number.isSafeInteger(sessions) || sessions < 1) {
+  process.stderr.write(`service.ts: BENCH_SESSIONS must be an integer ≥ 1, not ${String(sessions)}\n`);
+  process.exit(2);
+}
 const run = randomUUID().slice(0, 8);
 const config = parseConfig(materializerConfigSchema, {
   ...process.env,
