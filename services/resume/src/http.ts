@@ -2,7 +2,7 @@ import { sessionKey, sha256Hex, TidemarkCoreError } from '@tidemark/core';
 import { maxParamLength } from '@tidemark/service';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
-import type { TokenVerifier } from './auth.js';
+import type { Authentication, TokenVerifier } from './auth.js';
 import type { ResumeClient } from './client.js';
 import { ResumeUnavailableError, type ResumeRefusal } from './outcomes.js';
 import type { ExpandOutcome, Expander, TurnRange } from './expand.js';
@@ -54,7 +54,7 @@ const retryAfterSeconds: Partial<Record<ApiErrorCode, number>> = {
   unavailable: 2,
 };
 
-function fail(reply: FastifyReply, code: ApiErrorCode, message: string): FastifyReply {
+export function fail(reply: FastifyReply, code: ApiErrorCode, message: string): FastifyReply {
   const retry = retryAfterSeconds[code];
   if (retry !== undefined) void reply.header('retry-after', String(retry));
   if (code === 'unauthorized') void reply.header('www-authenticate', 'Bearer realm="tidemark-resume"');
@@ -73,6 +73,25 @@ export const httpLimits = { maxIdLength: 512, maxParamLength } as const;
 const controlCharacters = /[\u0000-\u001f\u007f]/;
 const validId = (id: string): boolean =>
   id.length > 0 && id.length <= httpLimits.maxIdLength && !controlCharacters.test(id);
+
+/**
+ * Why a request may not read a session, checked in this order so nothing is looked up for a stranger:
+ * the token, then its tenant, then the id; null when it may.
+ */
+export function sessionAccessRefusal(
+  auth: Authentication,
+  params: { readonly tenantId: string; readonly sessionId: string },
+): { readonly code: 'unauthorized' | 'forbidden' | 'bad_request'; readonly message: string } | null {
+  if (!auth.ok) {
+    const message =
+      auth.reason === 'missing' ? 'a bearer token is required' : 'the bearer token is not valid';
+    return { code: 'unauthorized', message };
+  }
+  if (auth.tenantId !== params.tenantId)
+    return { code: 'forbidden', message: "the token may not read this tenant's sessions" };
+  if (!validId(params.sessionId)) return { code: 'bad_request', message: 'the session id is not valid' };
+  return null;
+}
 
 /** What the log says of a session: a digest that correlates lines, never the ids themselves. */
 const sessionRef = (tenantId: string, sessionId: string): string =>
@@ -131,19 +150,12 @@ export function registerResumeRoutes(
     ) => Promise<RouteOutcome>,
   ) =>
     http.get<{ Params: Params; Querystring: Query }>(path, async (request, reply) => {
-      const auth = tokens.authenticate(request.headers.authorization);
-      if (!auth.ok) {
-        return fail(
-          reply,
-          'unauthorized',
-          auth.reason === 'missing' ? 'a bearer token is required' : 'the bearer token is not valid',
-        );
-      }
-      const { tenantId, sessionId } = request.params;
-      if (auth.tenantId !== tenantId)
-        return fail(reply, 'forbidden', "the token may not read this tenant's sessions");
-      if (!validId(sessionId)) return fail(reply, 'bad_request', 'the session id is not valid');
-      const { nodeId } = request.params;
+      const refused = sessionAccessRefusal(
+        tokens.authenticate(request.headers.authorization),
+        request.params,
+      );
+      if (refused !== null) return fail(reply, refused.code, refused.message);
+      const { tenantId, sessionId, nodeId } = request.params;
       if (nodeId !== undefined && !validId(nodeId))
         return fail(reply, 'bad_request', 'the node id is not valid');
       const format = request.query.format ?? 'tidemark';

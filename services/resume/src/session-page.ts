@@ -3,12 +3,12 @@ import { readFileSync } from 'node:fs';
 import { type Bus, L0Reader, SessionHistory, turnDecoder } from '@tidemark/contract';
 import { TidemarkCoreError } from '@tidemark/core';
 import { Projection } from '@tidemark/state';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { TokenVerifier } from './auth.js';
 import type { ResumeClient } from './client.js';
-import { httpLimits } from './http.js';
+import { fail, sessionAccessRefusal } from './http.js';
 import { ResumeUnavailableError } from './outcomes.js';
 import { createSessionViewReader, type SessionViewReader } from './session-view-reader.js';
 
@@ -52,28 +52,6 @@ export interface SessionPageDeps {
   readonly redisPrefix: string;
   readonly sources: () => SessionPageSources | null;
 }
-
-type ViewErrorCode = 'unauthorized' | 'forbidden' | 'bad_request' | 'session_not_found' | 'rebuilding';
-const statusOf: Readonly<Record<ViewErrorCode | 'unavailable' | 'internal', number>> = {
-  bad_request: 400,
-  unauthorized: 401,
-  forbidden: 403,
-  session_not_found: 404,
-  rebuilding: 503,
-  unavailable: 503,
-  internal: 500,
-};
-
-function fail(reply: FastifyReply, code: keyof typeof statusOf, message: string): FastifyReply {
-  if (code === 'rebuilding' || code === 'unavailable') void reply.header('retry-after', '2');
-  if (code === 'unauthorized') void reply.header('www-authenticate', 'Bearer realm="tidemark-resume"');
-  return reply.code(statusOf[code]).send({ code, message });
-}
-
-// eslint-disable-next-line no-control-regex -- control characters are exactly what an id may not hold
-const controlCharacters = /[\u0000-\u001f\u007f]/;
-const validId = (id: string): boolean =>
-  id.length > 0 && id.length <= httpLimits.maxIdLength && !controlCharacters.test(id);
 
 /** Registers the page and its view; close() releases the readers the view opened. */
 export function registerSessionPage(
@@ -127,18 +105,12 @@ export function registerSessionPage(
   http.get<{ Params: { tenantId: string; sessionId: string } }>(
     '/v1/sessions/:tenantId/:sessionId/view',
     async (request, reply) => {
-      const auth = tokens.authenticate(request.headers.authorization);
-      if (!auth.ok) {
-        return fail(
-          reply,
-          'unauthorized',
-          auth.reason === 'missing' ? 'a bearer token is required' : 'the bearer token is not valid',
-        );
-      }
+      const refused = sessionAccessRefusal(
+        tokens.authenticate(request.headers.authorization),
+        request.params,
+      );
+      if (refused !== null) return fail(reply, refused.code, refused.message);
       const { tenantId, sessionId } = request.params;
-      if (auth.tenantId !== tenantId)
-        return fail(reply, 'forbidden', "the token may not read this tenant's sessions");
-      if (!validId(sessionId)) return fail(reply, 'bad_request', 'the session id is not valid');
       void reply.header('cache-control', 'no-store');
       try {
         const sources = deps.sources();
