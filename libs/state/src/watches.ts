@@ -12,17 +12,18 @@ import { execAll } from './replies.js';
 //
 // Key (under the prefix, hash-tagged by session):
 //   watch:{tenant/session}   hash: `r` -> RegressionWatch JSON, `s:<signature>` -> WatchedStep JSON;
-//                            expires a retention after the last resume that wrote it
+//                            expires a retention after the last resume that wrote it (0: kept)
 
 export class WatchStore {
   readonly #redis: Redis;
   readonly #prefix: string;
   readonly #retentionMs: number;
 
+  /** retentionMs: the deployment's STATE_RETENTION_MS, as the other stores take it (0, the default: kept). */
   constructor(redis: Redis, options: { prefix: string; retentionMs?: number }) {
     this.#redis = redis;
     this.#prefix = options.prefix;
-    this.#retentionMs = options.retentionMs ?? 7 * 24 * 60 * 60 * 1000;
+    this.#retentionMs = options.retentionMs ?? 0;
   }
 
   /** Replaces the session's watch (no steps: nothing to watch, the key is removed). One round trip. */
@@ -31,7 +32,9 @@ export class WatchStore {
     const tx = this.#redis.multi().del(key);
     if (steps.length > 0) {
       const fields = steps.flatMap((step) => [`s:${step.signature}`, JSON.stringify(step)]);
-      tx.hset(key, 'r', JSON.stringify(watch), ...fields).pexpire(key, this.#retentionMs);
+      tx.hset(key, 'r', JSON.stringify(watch), ...fields);
+      // PEXPIRE 0 would delete the key at once: a retention of 0 keeps it.
+      if (this.#retentionMs > 0) tx.pexpire(key, this.#retentionMs);
     }
     await execAll(tx);
   }

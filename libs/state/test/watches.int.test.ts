@@ -93,4 +93,13 @@ describe('WatchStore', () => {
     expect(ttl).toBeGreaterThan(50_000);
     expect(ttl).toBeLessThanOrEqual(60_000);
   });
+
+  it('keeps a watch without a retention (0, as STATE_RETENTION_MS=0 says), never deleting it at once', async () => {
+    const { redis, prefix } = redisClient();
+    const watches = new WatchStore(redis, { prefix, retentionMs: 0 });
+    await watches.put(a, watch, [step('s1', 3)]);
+    const [key] = await redis.keys(`${prefix}watch:*`);
+    expect(await redis.pttl(key!)).toBe(-1);
+    expect((await watchesOf(redis, watches, [a])).get('tenant-w/session-a')).toEqual(watch);
+  });
 });

@@ -166,17 +166,20 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
     // Evaluated beside the context (it never rejects); it reads nothing unless a boundary is overdue.
     const stale = staleness(ref, stored.plan, rawToSeq).then((s) => s.stale);
 
-    // Beside the context, and never a reason to fail the resume: the regression watch this resume leaves
-    // (the recorder writes it once per session, boundary and last turn).
-    const watched = (
-      ((options.watch ?? true) ? deps.watch?.(plan, rawToSeq) : undefined) ?? Promise.resolve()
-    ).catch((error: unknown) => deps.logger?.warn({ err: error, ...ref }, 'regression watch not recorded'));
+    // The regression watch a served resume leaves (a refused one leaves none), never a reason to fail
+    // it; the recorder writes it once per session, boundary and last turn.
+    const leaveWatch = async (): Promise<void> => {
+      if (options.watch === false || deps.watch === undefined) return;
+      await deps.watch(plan, rawToSeq).catch((error: unknown) => {
+        deps.logger?.warn({ err: error, ...ref }, 'regression watch not recorded');
+      });
+    };
 
     const cacheKey = JSON.stringify([tenantId, sessionId, nodeId, plan.rawFromSeq, rawToSeq]);
     const cached = cache.get(cacheKey);
     if (cached !== undefined) {
       metrics?.contextCache.inc({ result: 'hit' });
-      await watched;
+      await leaveWatch();
       return {
         ok: true,
         result: resultOf(plan, nodeId, rawToSeq, cached, await stale, watermark),
@@ -206,7 +209,7 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
     metrics?.rawTurns.observe({ mode: plan.mode }, raw.length);
     if (checkDivergence)
       divergence(ref, `${nodeId ?? 'start'}:${plan.rawFromSeq}:${rawToSeq}`, context.contextHash);
-    await watched;
+    await leaveWatch();
     return {
       ok: true,
       result: resultOf(plan, nodeId, rawToSeq, context, await stale, watermark),

@@ -196,16 +196,19 @@ describe('the client’s stale check (in-memory stores)', () => {
     return { state, plans, log, reader, counts: () => ({ appendLookups }) };
   }
 
+  const clientDeps = (w: ReturnType<typeof world>) => ({
+    plans: w.plans,
+    log: w.log,
+    turns: w.reader,
+    turnsTopic: 'turns',
+    policyFor: () => policy,
+    staleAfterMs: 1_000,
+    contextCacheBytes: 0,
+    divergenceChecks: false,
+  });
   const create = (w: ReturnType<typeof world>, extra: { now?: () => number; registry?: Registry } = {}) =>
     createResumeClientFrom({
-      plans: w.plans,
-      log: w.log,
-      turns: w.reader,
-      turnsTopic: 'turns',
-      policyFor: () => policy,
-      staleAfterMs: 1_000,
-      contextCacheBytes: 0,
-      divergenceChecks: false,
+      ...clientDeps(w),
       ...(extra.now === undefined ? {} : { now: extra.now }),
       ...(extra.registry === undefined ? {} : { metrics: resumeMetrics(extra.registry) }),
     });
@@ -288,6 +291,40 @@ describe('the client’s stale check (in-memory stores)', () => {
     const resumed = await stuck.resume('t', 's');
     expect(resumed.ok && resumed.result.broken).toEqual({ seq: 26, reason: 'seq_gap' });
     expect(resumed.ok && resumed.result.stalled).toEqual(stalled);
+  });
+
+  // Not a stale check, but the same in-memory client: the regression watch a resume leaves.
+  it('leaves a regression watch only for a resume it serves to an agent', async () => {
+    const recorded: [number, number][] = [];
+    const watch = (plan: ResumePlan, resumedAtSeq: number) => {
+      recorded.push([plan.rawFromSeq - 1, resumedAtSeq]);
+      return Promise.resolve();
+    };
+    const served = world({ decidedThrough: 20 });
+    const client = createResumeClientFrom({ ...clientDeps(served), watch });
+    expect((await client.resume('t', 's')).ok).toBe(true);
+    expect(recorded).toEqual([[20, 25]]);
+    // A look (`tidemark inspect`) is not a resume.
+    expect((await client.resume('t', 's', { watch: false })).ok).toBe(true);
+    expect(recorded).toHaveLength(1);
+    // A refused resume (turns.l0 short of the watermark) left the agent nothing to work from.
+    const short = world({ decidedThrough: 20 });
+    const refused = createResumeClientFrom({
+      ...clientDeps(short),
+      turns: { ...short.reader, read: () => Promise.resolve([]) },
+      watch,
+    });
+    expect(await refused.resume('t', 's')).toMatchObject({ ok: false, code: 'l0_incomplete' });
+    expect(recorded).toHaveLength(1);
+    // A recorder that fails is logged, never the resume's failure.
+    const { logger, warnings } = capture();
+    const failing = createResumeClientFrom({
+      ...clientDeps(served),
+      logger,
+      watch: () => Promise.reject(new Error('redis away')),
+    });
+    expect((await failing.resume('t', 's')).ok).toBe(true);
+    expect(warnings().map((w) => w.msg)).toContain('regression watch not recorded');
   });
 });
 
