@@ -8,6 +8,7 @@ import type { Endpoints } from './endpoints.js';
 export type { Endpoints } from './endpoints.js';
 export { LocalKafka } from './local-kafka.js';
 export { LocalRedis } from './local-redis.js';
+export { LocalRedisCluster } from './local-redis-cluster.js';
 export { freePort } from './ports.js';
 export { startFaultProxy, type FaultProxy } from './fault-proxy.js';
 

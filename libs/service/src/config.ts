@@ -15,21 +15,23 @@ export class ConfigError extends TidemarkError<'invalid_config'> {
   }
 }
 
-const brokerList = z
-  .string()
-  .transform((value) =>
-    value
-      .split(',')
-      .map((broker) => broker.trim())
-      .filter((broker) => broker.length > 0),
-  )
-  .refine((brokers) => brokers.length > 0, 'needs at least one host:port');
+const hostList = z.string().transform((value) =>
+  value
+    .split(',')
+    .map((host) => host.trim())
+    .filter((host) => host.length > 0),
+);
+const brokerList = hostList.refine((brokers) => brokers.length > 0, 'needs at least one host:port');
 
 /** Variables every service reads: where the stack is, how it isolates names, where it listens, how it logs. */
 export const commonConfig = {
   KAFKA_BROKERS: brokerList.default(['127.0.0.1:19092']),
   SCHEMA_REGISTRY_URL: z.url().default('http://127.0.0.1:18080/apis/ccompat/v7'),
   REDIS_URL: z.url().default('redis://127.0.0.1:16379'),
+  /** A Redis Cluster's nodes (`host:port,…`, some suffice); when set, Redis is that Cluster and REDIS_URL unused. */
+  REDIS_CLUSTER_NODES: hostList
+    .refine((nodes) => nodes.every((node) => /^.+:\d{1,5}$/.test(node)), 'is a list of host:port')
+    .default([]),
   /** Prepended to every topic name (tests and side-by-side deployments isolate by it). */
   TOPIC_PREFIX: z.string().default(''),
   /** Prepended to every Redis key. */

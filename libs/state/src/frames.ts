@@ -1,7 +1,8 @@
 import { initialState, sessionKey, type MarkerDecision, type SessionFrameState } from '@tidemark/core';
-import type { Redis, Result } from 'ioredis';
+import type { Result } from 'ioredis';
 import { framesLayout, luaScript, sessionStoreKey, type SessionRef } from './keys.js';
 import { execAll } from './replies.js';
+import { batchOf, type RedisClient } from './redis-client.js';
 import { StoreLifecycle } from './store-lifecycle.js';
 
 // The validator's own state in Redis: per session, the session decider's state (core session-frame),
@@ -108,14 +109,14 @@ const recordReply = { recorded: 1, conflict: 0 } as const;
 const confirmReply = { notThisEpoch: -1 } as const;
 
 export class FrameStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   /** Epoch, rebuild lock and clear (a rebuild runs `withRebuildLock` over it, then `restore`). */
   readonly lifecycle: StoreLifecycle;
 
   readonly #retentionMs: number;
 
-  constructor(redis: Redis, options: { prefix?: string; retentionMs?: number } = {}) {
+  constructor(redis: RedisClient, options: { prefix?: string; retentionMs?: number } = {}) {
     this.#prefix = options.prefix ?? 'tidemark:';
     this.#retentionMs = options.retentionMs ?? 0;
     this.lifecycle = new StoreLifecycle(redis, framesLayout(this.#prefix));
@@ -148,7 +149,7 @@ export class FrameStore {
    * Sessions of another epoch (written before a loss, by a straggler) read as absent.
    */
   async load(sessions: readonly FrameLoad[]): Promise<FramesLoaded> {
-    const pipeline = this.#redis.pipeline();
+    const pipeline = batchOf(this.#redis);
     pipeline.get(this.#epochKey);
     for (const ref of sessions) {
       pipeline.hmget(this.#frameKey(ref), 'v', 'e', 's');
@@ -184,7 +185,7 @@ export class FrameStore {
   /** Records decisions (pending) and the sessions' new frames, one atomic script per session, one round trip. */
   async record(epoch: string, writes: readonly FrameWrite[]): Promise<FramesRecorded> {
     if (writes.length === 0) return { ok: true };
-    const pipeline = this.#redis.pipeline();
+    const pipeline = batchOf(this.#redis);
     // The epoch first, in the same round trip: a store lost since the load is reported as such (the
     // scripts' own guard catches every session it had; a new session's write is cleared by the rebuild).
     pipeline.get(this.#epochKey);
@@ -226,7 +227,7 @@ export class FrameStore {
   ): Promise<SessionRef[]> {
     const pending = sessions.filter((s) => s.compactionIds.length > 0);
     if (pending.length === 0) return [];
-    const pipeline = this.#redis.pipeline();
+    const pipeline = batchOf(this.#redis);
     for (const ref of pending) {
       void pipeline.validatorConfirm(
         this.#frameKey(ref),
@@ -249,7 +250,7 @@ export class FrameStore {
    */
   async restoreExpired(epoch: string, sessions: readonly RestoredSession[]): Promise<void> {
     if (sessions.length === 0) return;
-    const pipeline = this.#redis.pipeline();
+    const pipeline = batchOf(this.#redis);
     for (const session of sessions) {
       void pipeline.validatorRecord(
         this.#frameKey(session),
@@ -273,7 +274,7 @@ export class FrameStore {
   async restore(epoch: string, sessions: readonly RestoredSession[]): Promise<void> {
     const chunk = 500;
     for (let start = 0; start < sessions.length; start += chunk) {
-      const pipeline = this.#redis.pipeline();
+      const pipeline = batchOf(this.#redis);
       for (const session of sessions.slice(start, start + chunk)) {
         pipeline.hset(this.#frameKey(session), {
           v: 1,

@@ -6,6 +6,7 @@ export { defaultMaxParkedTurns, Projection, type AlongsideRead } from './project
 export type { ApplyOutcome, ReleasedTurn, StallChange } from './projection-apply.js';
 export type { PositionedTurn } from './projection-plan.js';
 export { StateError } from './errors.js';
+export { batchOf, connectRedis, keySlot, unlinkMatching, type RedisClient } from './redis-client.js';
 export { type SessionRef } from './keys.js';
 export { withRebuildLock } from './store-lifecycle.js';
 export { WindowMovedError, WindowsLostError, WindowStore, type WindowUpdate } from './windows.js';

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 import { memberKey } from './keys.js';
 
 // The last Kafka group member id of a stable service instance (INSTANCE_ID), so that a restarted instance
@@ -9,7 +9,7 @@ import { memberKey } from './keys.js';
 const rememberSeconds = 7 * 24 * 3600;
 
 export function redisMemberLedger(
-  redis: Redis,
+  redis: RedisClient,
   options: { readonly prefix: string; readonly groupId: string; readonly instanceId: string },
 ): { previous(): Promise<string | null>; record(memberId: string): Promise<void> } {
   const key = memberKey(options.prefix, options.groupId, options.instanceId);
@@ -26,7 +26,7 @@ export function redisMemberLedger(
  * has a stable id, none otherwise (each start then joins as a new member).
  */
 export function membershipOption(
-  redis: Redis,
+  redis: RedisClient,
   options: {
     readonly prefix: string;
     readonly groupId: string;

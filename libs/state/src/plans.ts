@@ -1,7 +1,8 @@
 import { planNodeId, sessionKey, type Compaction, type ResumePlan } from '@tidemark/core';
-import type { Redis, Result } from 'ioredis';
+import type { Result } from 'ioredis';
 import { luaScript, plansLayout, sessionStoreKey, type SessionRef } from './keys.js';
 import { execAll } from './replies.js';
+import { batchOf, type RedisClient } from './redis-client.js';
 import { StoreLifecycle } from './store-lifecycle.js';
 
 // The resume worker's state in Redis: per session, the worker's state (its fold of the markers topic with
@@ -98,13 +99,13 @@ const commitReply = { stored: 1, conflict: 0, otherEpoch: -1 } as const;
 const contextHashTtlSeconds = 7 * 24 * 3600;
 
 export class PlanStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #retentionMs: number;
   /** Epoch, rebuild lock and clear. */
   readonly lifecycle: StoreLifecycle;
 
-  constructor(redis: Redis, options: { prefix?: string; retentionMs?: number } = {}) {
+  constructor(redis: RedisClient, options: { prefix?: string; retentionMs?: number } = {}) {
     this.#prefix = options.prefix ?? 'tidemark:';
     this.#retentionMs = options.retentionMs ?? 0;
     this.lifecycle = new StoreLifecycle(redis, plansLayout(this.#prefix));
@@ -137,7 +138,7 @@ export class PlanStore {
 
   /** Loads the worker state of the given sessions, in one round trip. */
   async load(sessions: readonly SessionRef[]): Promise<PlansLoaded> {
-    const pipeline = this.#redis.pipeline();
+    const pipeline = batchOf(this.#redis);
     pipeline.get(this.#epochKey);
     for (const ref of sessions) {
       pipeline.hmget(this.#planKey(ref), 'v', 'e', 's');
@@ -164,7 +165,7 @@ export class PlanStore {
   /** Stores the sessions' new state and plan, one atomic script per session, one round trip. */
   async commit(epoch: string, writes: readonly PlanWrite[]): Promise<PlansCommitted> {
     if (writes.length === 0) return { ok: true };
-    const pipeline = this.#redis.pipeline();
+    const pipeline = batchOf(this.#redis);
     for (const write of writes) {
       void pipeline.tidemarkResumeCommit(
         this.#planKey(write),
@@ -193,7 +194,7 @@ export class PlanStore {
   /** Stores compaction nodes (a plan may start from any of them later), one round trip. */
   async putNodes(nodes: readonly Compaction[]): Promise<void> {
     if (nodes.length === 0) return;
-    const pipeline = this.#redis.pipeline();
+    const pipeline = batchOf(this.#redis);
     for (const node of nodes) {
       void pipeline.tidemarkResumePutNode(
         this.#nodesKey(node),
@@ -241,8 +242,7 @@ export class PlanStore {
     | { readonly ok: false; readonly reason: 'no_epoch' }
   > {
     const [epoch, json, plan, seen] = (await execAll(
-      this.#redis
-        .pipeline()
+      batchOf(this.#redis)
         .get(this.#epochKey)
         .hget(this.#nodesKey(ref), compactionId)
         .exists(this.#planKey(ref))

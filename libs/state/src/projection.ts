@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type BoundaryQuery, type DeadLetterReason, type StateAtBoundary } from '@tidemark/core';
-import type { ChainableCommander, Redis, Result } from 'ioredis';
+import type { ChainableCommander, Result } from 'ioredis';
 import { luaScript, projectionLayout, rebuildingKey, sessionKeys, stalledIndexKey } from './keys.js';
 import {
   queueApply,
@@ -20,6 +20,7 @@ import {
   type Watermark,
 } from './projection-read.js';
 import { execAll } from './replies.js';
+import { batchOf, type RedisClient } from './redis-client.js';
 import { StoreLifecycle } from './store-lifecycle.js';
 
 // The L0 projection: each session's turns folded into Redis by the materializer, read by the validator
@@ -111,7 +112,7 @@ export interface ProjectionOptions {
 export const defaultMaxParkedTurns = 1000;
 
 export class Projection {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #pollMinMs: number;
   readonly #pollMaxMs: number;
@@ -120,7 +121,7 @@ export class Projection {
   /** Epoch and clear; a rebuild also sets the rebuilding mark (beginRebuild, finishRebuild). */
   readonly lifecycle: StoreLifecycle;
 
-  constructor(redis: Redis, options: ProjectionOptions = {}) {
+  constructor(redis: RedisClient, options: ProjectionOptions = {}) {
     this.#redis = redis;
     this.#prefix = options.prefix ?? 'tidemark:';
     this.lifecycle = new StoreLifecycle(redis, projectionLayout(this.#prefix));
@@ -153,7 +154,7 @@ export class Projection {
 
   /** applyBatch, with the turns it released from parking and the stalls it changed. */
   async applyTurns(turns: readonly PositionedTurn[]): Promise<AppliedBatch> {
-    const pipeline = this.#redis.pipeline();
+    const pipeline = batchOf(this.#redis);
     pipeline.set(this.#epochKey, newEpoch(), 'NX');
     const finish = queueApply(pipeline, this.#prefix, turns, this.#maxParked);
     const replies = await execAll(pipeline);
@@ -173,7 +174,7 @@ export class Projection {
     turns: readonly PositionedTurn[],
     alongside?: AlongsideRead<T>,
   ): Promise<EpochApply<T>> {
-    const pipeline = this.#redis.pipeline();
+    const pipeline = batchOf(this.#redis);
     const finish = queueApply(pipeline, this.#prefix, turns, this.#maxParked);
     const extra = alongside?.queue(pipeline);
     pipeline.get(this.#epochKey);
@@ -214,7 +215,7 @@ export class Projection {
   async #indexStalls(stalls: readonly StallChange[]): Promise<void> {
     if (stalls.length === 0) return;
     const key = stalledIndexKey(this.#prefix);
-    const pipeline = this.#redis.pipeline();
+    const pipeline = batchOf(this.#redis);
     for (const stall of stalls) {
       const member = sessionKeys(this.#prefix, stall.tenantId, stall.sessionId).meta;
       if (stall.change === 'ended') pipeline.zrem(key, member);
@@ -249,7 +250,7 @@ export class Projection {
     const deadline = Date.now() + timeoutMs;
     let pause = this.#pollMinMs;
     for (;;) {
-      const pipeline = this.#redis.pipeline();
+      const pipeline = batchOf(this.#redis);
       const keys = sessionKeys(this.#prefix, tenantId, sessionId);
       void pipeline.tidemarkProjectionWatermark(keys.meta, keys.turns);
       pipeline.get(this.#epochKey);
@@ -304,7 +305,7 @@ export class Projection {
 
   /** Ends the rebuild of `epoch`; false (and nothing done) if the projection has moved to another epoch. */
   async finishRebuild(epoch: string): Promise<boolean> {
-    const pipeline = this.#redis.pipeline();
+    const pipeline = batchOf(this.#redis);
     pipeline.get(this.#epochKey);
     pipeline.get(rebuildingKey(this.#prefix));
     const [current, raw] = (await execAll(pipeline)) as [string | null, string | null];
@@ -321,7 +322,7 @@ export class Projection {
    */
   async invalidate(reason: string): Promise<void> {
     const mark: RebuildMark = { epoch: null, reason, since: Date.now() };
-    const pipeline = this.#redis.pipeline();
+    const pipeline = batchOf(this.#redis);
     pipeline.set(rebuildingKey(this.#prefix), JSON.stringify(mark));
     pipeline.del(this.#epochKey);
     await execAll(pipeline);

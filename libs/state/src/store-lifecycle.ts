@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { unlinkMatching, type RedisClient } from './redis-client.js';
 import { luaScript, type StoreLayout } from './keys.js';
 import { unexpectedReply } from './replies.js';
 
@@ -13,18 +13,15 @@ interface LifecycleCommands {
   tidemarkStoreEpoch(epochKey: string, op: string, epoch: string): Promise<string | number | null>;
 }
 
-/** Keys deleted per UNLINK while clearing: bounds one command's size. */
-const clearBatch = 1000;
-
 export class StoreLifecycle {
-  readonly #redis: Redis & LifecycleCommands;
+  readonly #redis: RedisClient & LifecycleCommands;
   readonly layout: StoreLayout;
 
-  constructor(redis: Redis, layout: StoreLayout) {
+  constructor(redis: RedisClient, layout: StoreLayout) {
     // defineCommand keeps one script per name and connection; every store on a connection shares them.
     redis.defineCommand('tidemarkStoreLock', { numberOfKeys: 1, lua: luaScript('store-lock') });
     redis.defineCommand('tidemarkStoreEpoch', { numberOfKeys: 1, lua: luaScript('store-epoch') });
-    this.#redis = redis as Redis & LifecycleCommands;
+    this.#redis = redis as RedisClient & LifecycleCommands;
     this.layout = layout;
   }
 
@@ -73,19 +70,13 @@ export class StoreLifecycle {
 
   /**
    * Removes every session key of the store (not its epoch, nor other stores under the prefix); returns
-   * how many. A walk with SCAN, not a script: in a Redis Cluster a script may touch only the keys it is
-   * given, and the session keys are spread over every slot.
+   * how many. A walk with SCAN on every primary, not a script: in a Redis Cluster a script may touch only
+   * the keys it is given, and the session keys are spread over every slot (so each key is unlinked on its
+   * own there: one command may not span slots).
    */
   async clear(): Promise<number> {
     let removed = 0;
-    for (const pattern of this.layout.statePatterns) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await this.#redis.scan(cursor, 'MATCH', pattern, 'COUNT', clearBatch);
-        cursor = next;
-        if (keys.length > 0) removed += await this.#redis.unlink(...keys);
-      } while (cursor !== '0');
-    }
+    for (const pattern of this.layout.statePatterns) removed += await unlinkMatching(this.#redis, pattern);
     return removed;
   }
 

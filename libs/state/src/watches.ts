@@ -1,5 +1,5 @@
 import { sessionKey, type RegressionWatch, type WatchedStep } from '@tidemark/core';
-import type { Redis } from 'ioredis';
+import { batchOf, type RedisClient } from './redis-client.js';
 import { sessionStoreKey, type SessionRef } from './keys.js';
 import type { AlongsideRead } from './projection.js';
 import { execAll } from './replies.js';
@@ -15,12 +15,12 @@ import { execAll } from './replies.js';
 //                            expires a retention after the last resume that wrote it (0: kept)
 
 export class WatchStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #retentionMs: number;
 
   /** retentionMs: the deployment's STATE_RETENTION_MS, as the other stores take it (0, the default: kept). */
-  constructor(redis: Redis, options: { prefix: string; retentionMs?: number }) {
+  constructor(redis: RedisClient, options: { prefix: string; retentionMs?: number }) {
     this.#redis = redis;
     this.#prefix = options.prefix;
     this.#retentionMs = options.retentionMs ?? 0;
@@ -72,7 +72,7 @@ export class WatchStore {
   async steps(queries: readonly WatchQuery[]): Promise<Map<string, Map<string, WatchedStep>>> {
     const found = new Map<string, Map<string, WatchedStep>>();
     if (queries.length === 0) return found;
-    const pipeline = this.#redis.pipeline();
+    const pipeline = batchOf(this.#redis);
     for (const { ref, signatures } of queries) {
       pipeline.hmget(sessionStoreKey(this.#prefix, 'watch', ref), ...signatures.map((s) => `s:${s}`));
     }

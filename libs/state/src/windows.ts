@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { TurnEvent } from '@tidemark/core';
-import type { Redis, Result } from 'ioredis';
+import type { Result } from 'ioredis';
 import { luaScript, sessionStoreKey, windowsLayout, type SessionRef } from './keys.js';
 import { StateError } from './errors.js';
 import { execAll } from './replies.js';
+import { batchOf, type RedisClient } from './redis-client.js';
 import { StoreLifecycle } from './store-lifecycle.js';
 
 // The compactor's durable state in Redis, under its own namespace (generation + policy), so that the
@@ -102,7 +103,7 @@ const versionOf = (raw: string | null): string =>
 
 /** The compactor's windows of one namespace; `W` is the compactor's window, stored as JSON. */
 export class WindowStore<W extends SessionRef> {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #store: string;
   readonly #retentionMs: number;
@@ -110,7 +111,7 @@ export class WindowStore<W extends SessionRef> {
   readonly lifecycle: StoreLifecycle;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     options: {
       readonly prefix: string;
       readonly namespace: string;
@@ -133,7 +134,7 @@ export class WindowStore<W extends SessionRef> {
 
   /** The sessions' windows, in one round trip, together with whether the namespace still exists. */
   async loadWindows(refs: readonly SessionRef[]): Promise<LoadedWindows<W>> {
-    const pipeline = this.#redis.pipeline();
+    const pipeline = batchOf(this.#redis);
     pipeline.exists(this.lifecycle.layout.epochKey);
     for (const ref of refs) pipeline.hget(this.#session(ref), windowField);
     const results = await execAll(pipeline);
@@ -187,7 +188,7 @@ export class WindowStore<W extends SessionRef> {
    */
   async commit(updates: readonly WindowUpdate<W>[]): Promise<void> {
     if (updates.length === 0) return;
-    const pipeline = this.#redis.pipeline();
+    const pipeline = batchOf(this.#redis);
     for (const { window, loaded, added, dropped, nodes } of updates) {
       const sets = [
         windowField,

@@ -12,8 +12,7 @@ import {
 import { createPublisher, type Publisher } from '@tidemark/contract';
 import { TidemarkError, type TurnEvent } from '@tidemark/core';
 import { commonConfig, createLogger, logRedisOutages, parseConfig, z } from '@tidemark/service';
-import { Projection } from '@tidemark/state';
-import { Redis } from 'ioredis';
+import { Projection, connectRedis } from '@tidemark/state';
 import { provision, type Env } from './pipeline.js';
 
 // `tidemark ingest`: a transcript file → TurnEvents (@tidemark/adapters) → turns.l0. Turn ids and seqs
@@ -52,7 +51,7 @@ export async function ingest(options: IngestOptions): Promise<IngestResult> {
   const say = options.say ?? ((line: string) => process.stderr.write(`${line}\n`));
   const config = parseConfig(z.object(commonConfig), options.env);
   const quiet = createLogger('tidemark-ingest', 'silent');
-  const redis = logRedisOutages(new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 }), quiet, 'cli');
+  const redis = logRedisOutages(connectRedis(config, { maxRetriesPerRequest: 2 }), quiet, 'cli');
   let publisher: Publisher | null = null;
   try {
     // The topics and subjects, if this is the first thing to use the stack (as every command does).

@@ -1,6 +1,5 @@
 import * as compactor from '@tidemark/compactor';
 import { Bus, provisionTopics, topicNames } from '@tidemark/contract';
-import { Redis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
 import * as materializer from '@tidemark/materializer';
 import * as resume from '@tidemark/resume';
@@ -18,6 +17,7 @@ import {
   type ServiceHost,
 } from '@tidemark/service';
 import * as validator from '@tidemark/validator';
+import { connectRedis, unlinkMatching } from '@tidemark/state';
 
 // The whole pipeline in one process, for local use and the end-to-end tests: the four services share
 // one host (one HTTP port with /healthz, /readyz, /metrics and the resume API) and one metrics registry.
@@ -140,17 +140,12 @@ export async function dropDeployment(env: Env, logger?: Logger): Promise<void> {
     await admin.disconnect();
   }
   const redis = logRedisOutages(
-    new Redis(config.REDIS_URL),
+    connectRedis(config),
     logger ?? createLogger('tidemark-cleanup', config.LOG_LEVEL),
     'cleanup',
   );
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${config.REDIS_PREFIX}*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.unlink(...keys);
-      cursor = next;
-    } while (cursor !== '0');
+    await unlinkMatching(redis, `${config.REDIS_PREFIX}*`);
   } finally {
     redis.disconnect();
   }

@@ -18,7 +18,7 @@ export interface Unreachable {
   /** Where it was looked for, without credentials. */
   readonly address: string;
   /** The variable that says where. */
-  readonly variable: 'KAFKA_BROKERS' | 'SCHEMA_REGISTRY_URL' | 'REDIS_URL';
+  readonly variable: 'KAFKA_BROKERS' | 'SCHEMA_REGISTRY_URL' | 'REDIS_URL' | 'REDIS_CLUSTER_NODES';
   readonly reason: string;
 }
 
@@ -26,9 +26,12 @@ const stackConfig = z.object({
   KAFKA_BROKERS: commonConfig.KAFKA_BROKERS,
   SCHEMA_REGISTRY_URL: commonConfig.SCHEMA_REGISTRY_URL,
   REDIS_URL: commonConfig.REDIS_URL,
+  REDIS_CLUSTER_NODES: commonConfig.REDIS_CLUSTER_NODES,
 });
 
-export type StackAddresses = z.infer<typeof stackConfig>;
+export type StackAddresses = Omit<z.infer<typeof stackConfig>, 'REDIS_CLUSTER_NODES'> & {
+  readonly REDIS_CLUSTER_NODES?: readonly string[];
+};
 
 /** Thrown by `preflight`; its message is the one line the CLI prints. */
 export class StackUnreachableError extends TidemarkError<'stack_unreachable'> {
@@ -49,10 +52,13 @@ export async function unreachableParts(
   stack: StackAddresses,
   timeoutMs = PREFLIGHT_TIMEOUT_MS,
 ): Promise<Unreachable[]> {
+  const clusterNodes = stack.REDIS_CLUSTER_NODES ?? [];
   const [kafka, registry, redis] = await Promise.all([
-    kafkaReason(stack.KAFKA_BROKERS, timeoutMs),
+    anyNodeReason(stack.KAFKA_BROKERS, timeoutMs),
     httpReason(stack.SCHEMA_REGISTRY_URL, timeoutMs),
-    redisReason(stack.REDIS_URL, timeoutMs),
+    clusterNodes.length > 0
+      ? anyNodeReason(clusterNodes, timeoutMs)
+      : redisReason(stack.REDIS_URL, timeoutMs),
   ]);
   const unreachable: Unreachable[] = [];
   if (kafka !== null) {
@@ -68,7 +74,10 @@ export async function unreachableParts(
       reason: registry,
     });
   }
-  if (redis !== null) {
+  if (redis !== null && clusterNodes.length > 0) {
+    const address = clusterNodes.join(',');
+    unreachable.push({ part: 'Redis', address, variable: 'REDIS_CLUSTER_NODES', reason: redis });
+  } else if (redis !== null) {
     const address = withoutCredentials(stack.REDIS_URL);
     unreachable.push({ part: 'Redis', address, variable: 'REDIS_URL', reason: redis });
   }
@@ -84,11 +93,13 @@ export function describeUnreachable(unreachable: readonly Unreachable[]): string
   return `cannot reach ${parts.join('; ')}. Is the stack up? Start the local one with: pnpm infra:up`;
 }
 
-/** Kafka answers when any seed broker does (kafkajs needs one to find the rest). */
-async function kafkaReason(brokers: readonly string[], timeoutMs: number): Promise<string | null> {
+/**
+ * Kafka (or a Redis Cluster) answers when any seed node does: the client needs one to find the rest.
+ */
+async function anyNodeReason(nodes: readonly string[], timeoutMs: number): Promise<string | null> {
   const reasons = await Promise.all(
-    brokers.map((broker) => {
-      const target = hostAndPort(`kafka://${broker}`, null);
+    nodes.map((node) => {
+      const target = hostAndPort(`tcp://${node}`, null);
       return target === null ? Promise.resolve(null) : tcpReason(target.host, target.port, timeoutMs);
     }),
   );

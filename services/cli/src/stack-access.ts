@@ -6,14 +6,14 @@ import {
   type ResumeLibraryClient,
 } from '@tidemark/resume';
 import { commonConfig, createLogger, logRedisOutages, parseConfig, z } from '@tidemark/service';
-import { Redis } from 'ioredis';
 import { provision, type Env } from './pipeline.js';
+import { connectRedis, type RedisClient } from '@tidemark/state';
 
 /** What a command reads the stack with: the bus, a Redis connection and an in-process resume client. */
 export interface StackAccess {
   readonly config: z.infer<z.ZodObject<typeof commonConfig>>;
   readonly bus: Bus;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly client: ResumeLibraryClient;
   close(): Promise<void>;
 }
@@ -27,7 +27,7 @@ export async function openStackAccess(env: Env, name: string): Promise<StackAcce
   const quiet = createLogger(name, 'silent');
   const bus = await provision(env, quiet);
   const redis = logRedisOutages(
-    new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 }),
+    connectRedis(config, { lazyConnect: true, maxRetriesPerRequest: 2 }),
     quiet,
     name,
   );

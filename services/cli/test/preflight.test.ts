@@ -43,6 +43,26 @@ describe('the stack preflight', () => {
     expect(await unreachableParts(stack)).toEqual([]);
   });
 
+  it('on a Redis Cluster checks its nodes (any one answering will do), not REDIS_URL, and names them', async () => {
+    const [down, alsoDown, up] = [await closedPort(), await closedPort(), await acceptingPort()];
+    const base = {
+      KAFKA_BROKERS: [`127.0.0.1:${await acceptingPort()}`],
+      SCHEMA_REGISTRY_URL: await registry(true),
+      REDIS_URL: `redis://127.0.0.1:${down}`,
+    };
+    const nodes = [`127.0.0.1:${down}`, `127.0.0.1:${up}`];
+    expect(await unreachableParts({ ...base, REDIS_CLUSTER_NODES: nodes })).toEqual([]);
+    const lost = [`127.0.0.1:${down}`, `127.0.0.1:${alsoDown}`];
+    expect(await unreachableParts({ ...base, REDIS_CLUSTER_NODES: lost })).toEqual([
+      {
+        part: 'Redis',
+        address: lost.join(','),
+        variable: 'REDIS_CLUSTER_NODES',
+        reason: 'connection refused',
+      },
+    ]);
+  });
+
   it('names each part that refuses, where it was looked for, and its variable', async () => {
     const [a, b, registryPort, redis] = [
       await closedPort(),

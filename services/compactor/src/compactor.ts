@@ -25,8 +25,9 @@ import {
   WindowMovedError,
   WindowsLostError,
   WindowStore,
+  connectRedis,
+  type RedisClient,
 } from '@tidemark/state';
-import { Redis } from 'ioredis';
 import type { Admin } from 'kafkajs';
 import { policiesOf, type CompactorConfig } from './config.js';
 import { CompactionEngine, namespaceOf } from './engine.js';
@@ -40,7 +41,7 @@ import type { SessionWindow } from './window.js';
 
 export interface CompactorDeps extends HostedDeps {
   /** A Redis connection to use (not closed on stop); one of its own when absent. */
-  readonly redis?: Redis;
+  readonly redis?: RedisClient;
 }
 
 export interface Compactor extends Service {
@@ -60,7 +61,7 @@ export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compa
   const topics = topicNames(config.TOPIC_PREFIX);
 
   let bus: Bus | null = null;
-  let redis: Redis | null = null;
+  let redis: RedisClient | null = null;
   let producer: EventProducer | null = null;
   let turns: EventConsumer | null = null;
   let engine: CompactionEngine | null = null;
@@ -171,7 +172,7 @@ export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compa
       // ioredis reconnects by itself; an outage is told once, not as an error per reconnect.
       redis =
         deps.redis ??
-        logRedisOutages(new Redis(config.REDIS_URL, { maxRetriesPerRequest: null }), logger, 'compactor');
+        logRedisOutages(connectRedis(config, { maxRetriesPerRequest: null }), logger, 'compactor');
       store = new WindowStore<SessionWindow>(redis, {
         prefix: config.REDIS_PREFIX,
         namespace,

@@ -11,6 +11,7 @@ const connection = z.object({
   KAFKA_BROKERS: commonConfig.KAFKA_BROKERS,
   SCHEMA_REGISTRY_URL: commonConfig.SCHEMA_REGISTRY_URL,
   REDIS_URL: commonConfig.REDIS_URL,
+  REDIS_CLUSTER_NODES: commonConfig.REDIS_CLUSTER_NODES,
   TOPIC_PREFIX: commonConfig.TOPIC_PREFIX,
   REDIS_PREFIX: commonConfig.REDIS_PREFIX,
   LOG_LEVEL: commonConfig.LOG_LEVEL,

@@ -2,9 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Bus, topicNames } from '@tidemark/contract';
 import type { Policy } from '@tidemark/core';
 import { createLogger, logRedisOutages, Registry, type Logger } from '@tidemark/service';
-import { Projection, WindowStore } from '@tidemark/state';
+import { connectRedis, Projection, WindowStore } from '@tidemark/state';
 import { SingleBar } from 'cli-progress';
-import { Redis } from 'ioredis';
 import { CompactionEngine, namespaceOf } from './engine.js';
 import { summarizerFor } from './summarizers.js';
 import { engineMetrics } from './metrics.js';
@@ -21,13 +20,18 @@ export function replayTarget(config: {
   readonly KAFKA_BROKERS: readonly string[];
   readonly SCHEMA_REGISTRY_URL: string;
   readonly REDIS_URL: string;
+  readonly REDIS_CLUSTER_NODES?: readonly string[];
   readonly TOPIC_PREFIX: string;
   readonly REDIS_PREFIX: string;
-}): Pick<ReplayOptions, 'brokers' | 'registryUrl' | 'redisUrl' | 'topicPrefix' | 'redisPrefix'> {
+}): Pick<
+  ReplayOptions,
+  'brokers' | 'registryUrl' | 'redisUrl' | 'redisClusterNodes' | 'topicPrefix' | 'redisPrefix'
+> {
   return {
     brokers: config.KAFKA_BROKERS,
     registryUrl: config.SCHEMA_REGISTRY_URL,
     redisUrl: config.REDIS_URL,
+    redisClusterNodes: config.REDIS_CLUSTER_NODES ?? [],
     topicPrefix: config.TOPIC_PREFIX,
     redisPrefix: config.REDIS_PREFIX,
   };
@@ -37,6 +41,8 @@ export interface ReplayOptions {
   readonly brokers: readonly string[];
   readonly registryUrl: string;
   readonly redisUrl: string;
+  /** A Redis Cluster's nodes instead of redisUrl (REDIS_CLUSTER_NODES). */
+  readonly redisClusterNodes?: readonly string[];
   readonly topicPrefix?: string;
   /** The Redis prefix of the projection (the materializer's) and of the compactor's windows. */
   readonly redisPrefix?: string;
@@ -93,7 +99,10 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
     logger,
   });
   const redis = logRedisOutages(
-    new Redis(options.redisUrl, { maxRetriesPerRequest: null }),
+    connectRedis(
+      { REDIS_URL: options.redisUrl, REDIS_CLUSTER_NODES: options.redisClusterNodes },
+      { maxRetriesPerRequest: null },
+    ),
     logger,
     'replay',
   );

@@ -21,8 +21,7 @@ import {
   type Service,
   type ServiceState,
 } from '@tidemark/service';
-import { membershipOption, Projection, WatchStore } from '@tidemark/state';
-import { Redis } from 'ioredis';
+import { membershipOption, Projection, WatchStore, connectRedis, type RedisClient } from '@tidemark/state';
 import type { Admin } from 'kafkajs';
 import type { MaterializerConfig } from './config.js';
 import { DeadLetterLog } from './dead-letters.js';
@@ -39,7 +38,7 @@ import { materializerMetrics, type MaterializerMetrics } from './metrics.js';
 
 export interface MaterializerDeps extends HostedDeps {
   /** A Redis connection to use (not closed on stop); one of its own when absent. */
-  readonly redis?: Redis;
+  readonly redis?: RedisClient;
   readonly clientId?: string;
 }
 
@@ -64,7 +63,7 @@ class MaterializerService implements Materializer {
   readonly #config: MaterializerConfig;
   readonly #logger: Logger;
   readonly #metrics: MaterializerMetrics;
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #ownsRedis: boolean;
   readonly #clientId: string;
   readonly #topics: ReturnType<typeof topicNames>;
@@ -100,11 +99,7 @@ class MaterializerService implements Materializer {
     // reconnects by itself; an outage is told once, not as an error per reconnect.
     this.#redis =
       deps.redis ??
-      logRedisOutages(
-        new Redis(config.REDIS_URL, { maxRetriesPerRequest: null }),
-        this.#logger,
-        'materializer',
-      );
+      logRedisOutages(connectRedis(config, { maxRetriesPerRequest: null }), this.#logger, 'materializer');
     // Commands wait while Redis is away, and nothing answers a frozen one: the pings have a deadline.
     this.dependencies = connectionChecks(
       { redis: () => this.#redis, kafka: () => this.#bus },

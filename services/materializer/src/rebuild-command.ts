@@ -1,6 +1,5 @@
 import { createLogger, logRedisOutages, parseConfig } from '@tidemark/service';
-import { Projection } from '@tidemark/state';
-import { Redis } from 'ioredis';
+import { Projection, connectRedis } from '@tidemark/state';
 import { materializerConfigSchema } from './config.js';
 import { create as createMaterializer } from './materializer.js';
 
@@ -17,7 +16,7 @@ const timeoutMs = timeoutArg >= 0 ? Number(args[timeoutArg + 1]) : 300_000;
 const config = parseConfig(materializerConfigSchema);
 const logger = createLogger('materializer-rebuild', config.LOG_LEVEL);
 
-const redis = logRedisOutages(new Redis(config.REDIS_URL, { maxRetriesPerRequest: null }), logger, 'rebuild');
+const redis = logRedisOutages(connectRedis(config, { maxRetriesPerRequest: null }), logger, 'rebuild');
 const projection = new Projection(redis, { prefix: config.REDIS_PREFIX });
 try {
   await projection.invalidate('rebuild command');

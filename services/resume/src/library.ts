@@ -9,8 +9,7 @@ import {
   turnDecoder,
 } from '@tidemark/contract';
 import { defaultStateRetentionMs } from '@tidemark/service';
-import { PlanStore, Projection, WatchStore } from '@tidemark/state';
-import type { Redis } from 'ioredis';
+import { PlanStore, Projection, WatchStore, type RedisClient } from '@tidemark/state';
 import type { Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -25,7 +24,7 @@ import { createWatchRecorder } from './regression-watch.js';
 // holding turns.l0 (a Bus, or a kafkajs client plus the schema registry's URL).
 
 export type ResumeClientOptions = {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   /** Key prefix of the resume store and the projection (REDIS_PREFIX; default `tidemark:`). */
   readonly redisPrefix?: string;
   readonly metrics?: Registry;

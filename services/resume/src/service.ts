@@ -11,8 +11,7 @@ import {
   type ServiceHost,
   type ServicePhase,
 } from '@tidemark/service';
-import { membershipOption, PlanStore } from '@tidemark/state';
-import { Redis } from 'ioredis';
+import { membershipOption, PlanStore, connectRedis, type RedisClient } from '@tidemark/state';
 import { operatorTokensFromConfig, TokenVerifier, tokensFromConfig, type TokenEntry } from './auth.js';
 import { ResumeUnavailableError } from './outcomes.js';
 import { policiesOf, type ResumeConfig } from './config.js';
@@ -59,7 +58,7 @@ export function create(config: ResumeConfig, deps: ResumeDeps = {}): ResumeServi
   if (tokens.size === 0) logger.warn('no resume tokens configured: every API request will get 401');
 
   let bus: Bus | null = null;
-  let redis: Redis | null = null;
+  let redis: RedisClient | null = null;
   let client: ResumeLibraryClient | null = null;
   let worker: ResumeWorker | null = null;
   let plans: PlanStore | null = null;
@@ -182,7 +181,7 @@ export function create(config: ResumeConfig, deps: ResumeDeps = {}): ResumeServi
     }
     // ioredis reconnects by itself; an outage is told once, not as an error per reconnect.
     redis = logRedisOutages(
-      new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true }),
+      connectRedis(config, { maxRetriesPerRequest: 2, enableOfflineQueue: true }),
       logger,
       'resume',
     );

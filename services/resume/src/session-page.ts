@@ -2,9 +2,8 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { type Bus, L0Reader, SessionHistory, turnDecoder } from '@tidemark/contract';
 import { TidemarkCoreError } from '@tidemark/core';
-import { Projection } from '@tidemark/state';
+import { Projection, type RedisClient } from '@tidemark/state';
 import type { FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { TokenVerifier } from './auth.js';
 import type { ResumeClient } from './client.js';
@@ -41,7 +40,7 @@ const contentSecurityPolicy = (() => {
 /** What the page's routes need from the service once it has connected (null before: 503). */
 export interface SessionPageSources {
   readonly bus: Bus;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly client: Pick<ResumeClient, 'status'>;
 }
 

@@ -7,7 +7,7 @@ import {
   type EventProducer,
   type RawRecord,
 } from '@tidemark/contract';
-import { FrameStore, membershipOption, Projection } from '@tidemark/state';
+import { FrameStore, membershipOption, Projection, connectRedis, type RedisClient } from '@tidemark/state';
 import {
   connectionChecks,
   hostedBy,
@@ -19,7 +19,6 @@ import {
   type Service,
   type ServicePhase,
 } from '@tidemark/service';
-import { Redis } from 'ioredis';
 import { decideBatch, type BatchInput, type ProjectionReader } from './batch.js';
 import type { ValidatorConfig } from './config.js';
 import { validatorMetrics } from './metrics.js';
@@ -31,7 +30,7 @@ import { decideRevocations } from './revocations.js';
 
 export interface ValidatorDeps extends HostedDeps {
   /** A Redis connection to use (not closed on stop); one of its own when absent. */
-  readonly redis?: Redis;
+  readonly redis?: RedisClient;
   /** The projection to read (tests inject a slow one); over the Redis connection when absent. */
   readonly projection?: ProjectionReader;
   readonly clientId?: string;
@@ -53,8 +52,7 @@ export function create(config: ValidatorConfig, deps: ValidatorDeps = {}): Valid
   // A command fails after the client's retries (Redis down): the batch throws and is redelivered.
   // ioredis reconnects by itself; an outage is told once, not as an error per reconnect.
   const redis =
-    deps.redis ??
-    logRedisOutages(new Redis(config.REDIS_URL, { enableAutoPipelining: true }), logger, 'validator');
+    deps.redis ?? logRedisOutages(connectRedis(config, { enableAutoPipelining: true }), logger, 'validator');
   const frames = new FrameStore(redis, {
     prefix: config.REDIS_PREFIX,
     retentionMs: config.STATE_RETENTION_MS,
