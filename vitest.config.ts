@@ -14,6 +14,8 @@ const faultRuns = [
   'test/e2e/chaos.test.ts',
   'test/e2e/network-faults.test.ts',
   'test/e2e/determinism.test.ts',
+  // Eight service processes (two of each) and a three-node Redis Cluster.
+  'test/e2e/cluster.test.ts',
 ];
 // The benchmark smokes that run services (or their same-shape groups) flat out for many seconds: beside
 // other files they starved the registry the same way (a 63 s silence, a publisher test timing out).

@@ -18,7 +18,7 @@ import {
 import { decisionIdentity, dropDeployment, provision } from '@tidemark/cli';
 import { createLogger } from '@tidemark/service';
 import { endpoints, uniqueName } from '@tidemark/test-infra';
-import { Redis } from 'ioredis';
+import { connectRedis, type RedisClient } from '@tidemark/state';
 
 // The four services as separate processes (`node --import tsx services/<name>/src/main.ts`, as they run
 // in production), each killable with SIGKILL and restartable on the same environment; and a tap of the
@@ -120,13 +120,14 @@ export interface ProcessDeployment {
   readonly redisPrefix: string;
   readonly env: Readonly<Record<string, string>>;
   readonly bus: Bus;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
+  /** The latest process launched of each service. */
   readonly live: Map<ServiceName, ServiceProcess>;
   /** The policy of the workload's session at this index. */
   readonly policyOf: (index: number) => Policy;
   /** How each process that ended other than by our SIGKILL (or the close) ended, with its output. */
   readonly unexpected: string[];
-  /** Spawns the service (again), on the deployment's environment. */
+  /** Spawns the service (again, or another instance of it), on the deployment's environment. */
   readonly launch: (name: ServiceName) => ServiceProcess;
   /** Stops what still runs (SIGTERM, SIGKILL after 8 s), disconnects and drops the deployment. */
   close(): Promise<void>;
@@ -144,6 +145,8 @@ export async function provisionProcessDeployment(options: {
   /** A broker or a Redis of the test's own (one it kills or flushes), instead of the shared stack's. */
   readonly kafkaBrokers?: readonly string[];
   readonly redisUrl?: string;
+  /** A Redis Cluster's nodes (REDIS_CLUSTER_NODES) instead of any single Redis. */
+  readonly redisClusterNodes?: readonly string[];
   /** Settings beyond the deployment's own, for every service. */
   readonly env?: Readonly<Record<string, string>>;
 }): Promise<ProcessDeployment> {
@@ -167,6 +170,9 @@ export async function provisionProcessDeployment(options: {
     KAFKA_BROKERS: kafkaBrokers.join(','),
     SCHEMA_REGISTRY_URL: schemaRegistryUrl,
     REDIS_URL: redisUrl,
+    ...(options.redisClusterNodes === undefined
+      ? {}
+      : { REDIS_CLUSTER_NODES: options.redisClusterNodes.join(',') }),
     TOPIC_PREFIX: topicPrefix,
     REDIS_PREFIX: redisPrefix,
   };
@@ -192,8 +198,9 @@ export async function provisionProcessDeployment(options: {
     ...options.env,
   };
   const bus = await provision(env, createLogger(options.name, 'error'));
-  const redis = new Redis(redisUrl);
+  const redis = connectRedis({ REDIS_URL: redisUrl, REDIS_CLUSTER_NODES: options.redisClusterNodes });
   const live = new Map<ServiceName, ServiceProcess>();
+  const spawned: ServiceProcess[] = [];
   const unexpected: string[] = [];
   let closing = false;
   return {
@@ -213,12 +220,13 @@ export async function provisionProcessDeployment(options: {
           unexpected.push(`${name} exited ${code ?? signal}:\n${p.output()}`);
       });
       live.set(name, p);
+      spawned.push(p);
       return p;
     },
     async close() {
       closing = true;
       await Promise.all(
-        [...live.values()].map(async (p) => {
+        spawned.map(async (p) => {
           if (running(p)) p.child.kill('SIGTERM');
           const timer = setTimeout(() => void killHard(p), 8_000);
           await p.exited;

@@ -80,7 +80,6 @@ declare module 'ioredis' {
     tidemarkResumeRead(
       planKey: string,
       nodesKey: string,
-      epochKey: string,
       seenKey: string,
     ): Result<[string, string, string, string, number], Context>;
     tidemarkResumePutNode(
@@ -110,7 +109,7 @@ export class PlanStore {
     this.#retentionMs = options.retentionMs ?? 0;
     this.lifecycle = new StoreLifecycle(redis, plansLayout(this.#prefix));
     redis.defineCommand('tidemarkResumeCommit', { numberOfKeys: 3, lua: luaScript('resume-commit') });
-    redis.defineCommand('tidemarkResumeRead', { numberOfKeys: 4, lua: luaScript('resume-read') });
+    redis.defineCommand('tidemarkResumeRead', { numberOfKeys: 3, lua: luaScript('resume-read') });
     redis.defineCommand('tidemarkResumePutNode', { numberOfKeys: 1, lua: luaScript('resume-put-node') });
     this.#redis = redis;
   }
@@ -207,19 +206,23 @@ export class PlanStore {
     await execAll(pipeline);
   }
 
-  /** The session's plan and the node it starts from, in one round trip. */
+  /**
+   * The session's plan and the node it starts from, in one round trip. The epoch is read after the plan
+   * (on one Redis): a plan of the epoch still in force then was in force when read (epochs never repeat).
+   */
   async read(ref: SessionRef): Promise<PlanRead> {
-    const [epoch, plan, node, compacted, expired] = await this.#redis.tidemarkResumeRead(
-      this.#planKey(ref),
-      this.#nodesKey(ref),
-      this.#epochKey,
-      this.#seenKey(ref),
-    );
-    if (epoch === '') return { ok: false, reason: 'no_epoch' };
+    const [stored, epoch] = (await execAll(
+      batchOf(this.#redis)
+        .tidemarkResumeRead(this.#planKey(ref), this.#nodesKey(ref), this.#seenKey(ref))
+        .get(this.#epochKey),
+    )) as [[string, string, string, string, number], string | null];
+    if (epoch === null) return { ok: false, reason: 'no_epoch' };
+    const [planEpoch, plan, node, compacted, expired] = stored;
+    const current = planEpoch === epoch;
     return {
       ok: true,
-      plan: plan === '' ? null : (JSON.parse(plan) as ResumePlan),
-      node: node === '' ? null : (JSON.parse(node) as Compaction),
+      plan: current && plan !== '' ? (JSON.parse(plan) as ResumePlan) : null,
+      node: current && node !== '' ? (JSON.parse(node) as Compaction) : null,
       compactedToSeq: compacted === '' ? 0 : Number(compacted),
       expired: expired === 1,
     };
