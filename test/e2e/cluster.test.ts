@@ -90,7 +90,7 @@ describe('two instances of every service on a 3-master Redis Cluster', () => {
     } finally {
       await publisher.close();
     }
-    const total = () => [...tap!.positions.values()].reduce((sum, seqs) => sum + seqs.size, 0);
+    const total = () => [...tap.positions.values()].reduce((sum, seqs) => sum + seqs.size, 0);
     expect(await until(() => total() === sessions * turnsPerSession, 60_000)).toBe(true);
     const expected = expectationsOf(workload, tap, { policyOf, maxRepairs: 1 });
 
