@@ -33,6 +33,8 @@ export interface ObserveRequest {
 export interface ObserveReport {
   readonly lines: readonly string[];
   readonly mismatched: number;
+  /** Validation latency (compaction record → its first decision record), ms. */
+  readonly latency: { readonly p50: number; readonly p99: number };
 }
 
 const request = JSON.parse(process.env.BENCH_OBSERVE ?? 'null') as ObserveRequest | null;
@@ -159,6 +161,7 @@ const byKind = [...new Set(kinds.values())].sort().map((kind) => {
 const last = stages.samples[stages.samples.length - 1];
 const report: ObserveReport = {
   mismatched,
+  latency: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
   lines: [
     `validation latency (compaction record → first decision record, n=${latencies.length}): p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, max ${latencies[latencies.length - 1] ?? Number.NaN} ms`,
     `  by kind (ms): ${byKind.join('; ')}; the slowest, s after the first publish: ${slowest}`,

@@ -10,7 +10,8 @@ import { stackProcesses, type Watched } from './cpu.js';
 import { integer, readFlags, refuse } from './options.js';
 import { describeSelfTime, mainProfileIn, readProfile, selfTime } from './cpu-profile.js';
 import { passthrough } from './passthrough.js';
-import { runRounds, table, type Plan } from './report.js';
+import { recordFigures } from './figures.js';
+import { headline, median, runRounds, table, type Plan } from './report.js';
 import { shapeLeg, shapeLegName } from './shape-leg.js';
 import { tidemarkLeg } from './tidemark-leg.js';
 import { interleavedWorkload, l0Records, meanRecordBytes } from './workload.js';
@@ -26,7 +27,7 @@ import { interleavedWorkload, l0Records, meanRecordBytes } from './workload.js';
 // decision's record timestamp), measured by observers in a process of their own whose CPU is not summed.
 // Everything runs on topics and Redis keys of its own and is removed afterwards.
 //
-//   pnpm exec tsx bench/pipeline.ts [--sessions 200] [--turns 500] [--rounds 3] [--rate 0] [--partitions 4] [--seed 1] [--timeline] [--processes]
+//   pnpm exec tsx bench/pipeline.ts [--sessions 200] [--turns 500] [--rounds 3] [--rate 0] [--partitions 4] [--seed 1] [--timeline] [--processes [--instances 1]]
 //   pnpm bench:pipeline --help      (the options)
 //
 // --rate N offers N turns/s (paced, every leg) instead of as fast as possible: the throughput ratios are
@@ -52,6 +53,7 @@ const flags = readFlags(
       rounds: { type: 'string', default: '3' },
       rate: { type: 'string', default: '0' },
       partitions: { type: 'string', default: '4' },
+      instances: { type: 'string', default: '1' },
       seed: { type: 'string', default: '1' },
       timeline: { type: 'boolean', default: false },
       processes: { type: 'boolean', default: false },
@@ -64,6 +66,7 @@ const flags = readFlags(
       rounds: 'interleaved rounds of every leg; the figures are their medians',
       rate: 'offered turns/s in every leg, paced; 0 offers as fast as possible',
       partitions: 'partitions of every topic',
+      instances: 'with --processes: processes of each service, sharing its partitions (a scaling figure)',
       seed: 'the workload seed and its interleaving',
       timeline: 'print every stage sample (one per 250 ms)',
       processes: 'run each service (and each shape group) in its own process instead of all in this one',
@@ -79,12 +82,14 @@ const turnsPerSession = integer(script, 'turns', flags.turns);
 const rounds = integer(script, 'rounds', flags.rounds);
 const rate = integer(script, 'rate', flags.rate, 0);
 const partitions = integer(script, 'partitions', flags.partitions);
+const instances = integer(script, 'instances', flags.instances);
 const seed = integer(script, 'seed', flags.seed);
 const mode: ProcessMode = flags.processes ? 'processes' : 'one';
 const profileDir = flags['cpu-prof'] === '' ? null : path.resolve(flags['cpu-prof']);
 if (profileDir !== null && mode !== 'processes') {
   refuse(script, '--cpu-prof needs --processes (one profile per service)');
 }
+if (instances > 1 && mode !== 'processes') refuse(script, '--instances needs --processes');
 const command = `pnpm exec tsx ${script} ${process.argv.slice(2).join(' ')}`.trim();
 
 const config = parseConfig(z.object(commonConfig), process.env);
@@ -112,6 +117,7 @@ async function main(): Promise<void> {
     logger: createLogger('bench', 'error'),
   });
   const details: string[][] = [];
+  const latencies: { p50: number; p99: number }[] = [];
   try {
     // The passthrough and the shape send the very bytes the publisher sends (registry-framed Avro), with
     // the same keys.
@@ -154,7 +160,7 @@ async function main(): Promise<void> {
           }),
       })),
       {
-        name: `Tidemark, ${mode === 'one' ? 'one process' : 'one process per service'}`,
+        name: `Tidemark, ${mode === 'one' ? 'one process' : instances === 1 ? 'one process per service' : `${instances} processes per service`}`,
         kind: 'tidemark',
         against: shapes,
         run: async (round) => {
@@ -163,6 +169,7 @@ async function main(): Promise<void> {
             turns: interleaved,
             workload: { tenantId, sessions, turns: turnsPerSession, seed, maxRepairs: 1 },
             partitions,
+            instances,
             rate,
             mode,
             timeline: flags.timeline,
@@ -172,14 +179,26 @@ async function main(): Promise<void> {
             watched,
           });
           details[round] = leg.lines;
+          latencies[round] = leg.latency;
           return leg;
         },
       },
     ];
     const legs = await runRounds(plans, rounds);
+    recordFigures('pipeline', {
+      mode,
+      rate,
+      partitions,
+      instances,
+      turns: total,
+      ...headline(legs),
+      'validation.p50Ms': median(latencies.map((l) => l.p50)),
+      'validation.p99Ms': median(latencies.map((l) => l.p99)),
+      command,
+    });
     process.stdout.write(
       [
-        `Tidemark pipeline benchmark — ${sessions} sessions × ${turnsPerSession} turns = ${total} turns (${bytes} B per record), ${partitions} partitions, offered ${rate === 0 ? 'as fast as possible' : `${rate} turns/s`}, medians of ${rounds} interleaved round${rounds === 1 ? '' : 's'}`,
+        `Tidemark pipeline benchmark — ${sessions} sessions × ${turnsPerSession} turns = ${total} turns (${bytes} B per record), ${partitions} partitions${instances === 1 ? '' : `, ${instances} processes per service`}, offered ${rate === 0 ? 'as fast as possible' : `${rate} turns/s`}, medians of ${rounds} interleaved round${rounds === 1 ? '' : 's'}`,
         ...table(legs),
         ...stack.uncounted.map((note) => `  NOTE: ${note}; every CPU figure above leaves it out`),
         `  targets (design.md): Tidemark's CPU ÷ the same shape's ≤ 1.25×, its turns/s ÷ the same shape's ≥ 0.8 (same mode; the two shape figures are pipeline / Lua)`,

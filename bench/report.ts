@@ -23,7 +23,7 @@ export interface Leg {
   readonly rounds: LegResult[];
 }
 
-const median = (values: readonly number[]) => {
+export const median = (values: readonly number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
@@ -102,6 +102,32 @@ export function table(legs: readonly Leg[]): string[] {
     '  CPU µs per turn by process (medians):',
     ...breakdown,
   ];
+}
+
+/** The headline figures of each leg (medians), with its ratios to the passthrough and the same shape. */
+export function headline(legs: readonly Leg[]): Record<string, number> {
+  const byName = new Map(legs.map((leg) => [leg.name, figures(leg)]));
+  const pass = legs.find((leg) => leg.kind === 'passthrough');
+  const base = pass === undefined ? undefined : byName.get(pass.name);
+  const out: Record<string, number> = {};
+  for (const leg of legs) {
+    const f = byName.get(leg.name)!;
+    out[`${leg.kind}.${leg.name}.turnsPerSecond`] = f.rate;
+    out[`${leg.kind}.${leg.name}.cpuMicrosPerTurn`] = f.cpu;
+    if (Number.isFinite(f.redis)) out[`${leg.kind}.${leg.name}.redisCommandsPerTurn`] = f.redis;
+    if (base !== undefined && leg !== pass) {
+      out[`${leg.kind}.${leg.name}.cpuVsPassthrough`] = f.cpu / base.cpu;
+      out[`${leg.kind}.${leg.name}.rateVsPassthrough`] = f.rate / base.rate;
+    }
+    for (const [i, name] of (leg.against ?? []).entries()) {
+      const shape = byName.get(name);
+      if (shape === undefined) continue;
+      const style = i === 0 ? 'pipeline' : 'lua';
+      out[`${leg.kind}.${leg.name}.cpuVsShape.${style}`] = f.cpu / shape.cpu;
+      out[`${leg.kind}.${leg.name}.rateVsShape.${style}`] = f.rate / shape.rate;
+    }
+  }
+  return out;
 }
 
 /** A leg to run once per round. */

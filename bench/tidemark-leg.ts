@@ -19,6 +19,8 @@ export interface TidemarkLegOptions {
   readonly turns: readonly TurnEvent[];
   readonly workload: Pick<ObserveRequest, 'tenantId' | 'sessions' | 'turns' | 'seed' | 'maxRepairs'>;
   readonly partitions: number;
+  /** With processes: how many processes of each service (the same group: they share the partitions). */
+  readonly instances: number;
   readonly rate: number;
   readonly mode: ProcessMode;
   readonly timeline: boolean;
@@ -40,7 +42,9 @@ const seconds = (ms: number) => (ms / 1000).toFixed(2);
  * publish until the journal holds every compaction and decision of the core reference; the observers'
  * CPU is reported apart and not summed.
  */
-export async function tidemarkLeg(options: TidemarkLegOptions): Promise<LegResult & { lines: string[] }> {
+export async function tidemarkLeg(
+  options: TidemarkLegOptions,
+): Promise<LegResult & { lines: string[]; latency: ObserveReport['latency'] }> {
   const { config, workload } = options;
   const env: Env = {
     KAFKA_BROKERS: config.KAFKA_BROKERS.join(','),
@@ -67,7 +71,7 @@ export async function tidemarkLeg(options: TidemarkLegOptions): Promise<LegResul
   try {
     const services =
       options.mode === 'processes'
-        ? await serviceProcesses(env, bus, options.partitions, options.profileDir ?? null)
+        ? await serviceProcesses(env, bus, options, options.profileDir ?? null)
         : await oneProcess(env);
     stops.push(() => services.stop());
     const observer = spawn(process.execPath, ['--import', 'tsx', 'bench/observe.ts'], {
@@ -120,6 +124,7 @@ export async function tidemarkLeg(options: TidemarkLegOptions): Promise<LegResul
       cpu: microsPerTurn(before, after, total),
       excluded: new Set(['observers']),
       redisCommands: commands.total,
+      latency: report.latency,
       lines: [
         `whole pipeline: ${turnsPerSecond.toFixed(0)} turns/s (${total} turns settled in ${seconds(last - first)} s; published in ${seconds(published - first)} s)`,
         describeCommands(commands),
@@ -146,28 +151,35 @@ async function oneProcess(env: Env): Promise<Services> {
 }
 
 /**
- * Each service in its own process, as in production, so the machine's cores are all used: `node --import
- * tsx services/<name>/src/main.ts`, ready when its /readyz answers 200.
+ * Each service in its own process (`instances` of each), as in production, so the machine's cores are all
+ * used: `node --import tsx services/<name>/src/main.ts`, ready when its /readyz answers 200.
  */
 async function serviceProcesses(
   env: Env,
   bus: Bus,
-  partitions: number,
+  { partitions, instances }: Pick<TidemarkLegOptions, 'partitions' | 'instances'>,
   profileDir: string | null,
 ): Promise<Services> {
   await provisionTopics(await bus.admin(), bus.topics, { partitions });
   const names = ['materializer', 'compactor', 'validator', 'resume'];
-  const children = names.map((name, index) => {
-    const profile = profileDir === null ? [] : ['--cpu-prof', '--cpu-prof-dir', path.join(profileDir, name)];
-    const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'src/main.ts'], {
-      cwd: fileURLToPath(new URL(`../services/${name}/`, import.meta.url)),
-      env: { ...process.env, ...env, HTTP_PORT: String(17_410 + index) },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    return { name, child, url: `http://127.0.0.1:${17_410 + index}/readyz` };
-  });
+  const children = Array.from({ length: instances }, (_, instance) =>
+    names.map((service, index) => {
+      const name = instances === 1 ? service : `${service}-${instance + 1}`;
+      const port = 17_410 + instance * names.length + index;
+      const profile =
+        profileDir === null ? [] : ['--cpu-prof', '--cpu-prof-dir', path.join(profileDir, service)];
+      const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'src/main.ts'], {
+        cwd: fileURLToPath(new URL(`../services/${service}/`, import.meta.url)),
+        env: { ...process.env, ...env, HTTP_PORT: String(port) },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
+      return { name, child, url: `http://127.0.0.1:${port}/readyz` };
+    }),
+  ).flat();
   const stop = async () => void (await Promise.all(children.map(({ child }) => ended(child))));
-  const deadline = Date.now() + 90_000;
+  // Each process compiles its TypeScript as it starts: on two cores, sixteen of them take minutes.
+  const waitMs = 60_000 + 15_000 * children.length;
+  const deadline = Date.now() + waitMs;
   for (const { name, url } of children) {
     for (;;) {
       const ready = await fetch(url).then(
@@ -177,7 +189,7 @@ async function serviceProcesses(
       if (ready) break;
       if (Date.now() > deadline) {
         await stop();
-        throw new Error(`${name} not ready after 90 s`);
+        throw new Error(`${name} not ready after ${waitMs / 1000} s`);
       }
       await new Promise((resolve) => setTimeout(resolve, 200));
     }

@@ -17,6 +17,7 @@ import { createLogger, Registry } from '@tidemark/service';
 import { Redis } from 'ioredis';
 import { create as createCompactor } from '../src/compactor.js';
 import { compactorConfigSchema } from '../src/config.js';
+import { recordFigures } from '../../../bench/figures.js';
 
 const producing = process.argv[2] === 'produce';
 const args = producing ? process.argv.slice(3) : process.argv.slice(2);
@@ -174,6 +175,13 @@ async function measure(): Promise<void> {
       );
     }
     console.log(`  command: ${command}`);
+    recordFigures('compactor-memory', {
+      sessions,
+      turnsPerSecond: total / seconds,
+      rssPeakMiB: peak / 2 ** 20,
+      rssSettledMiB: loaded / 2 ** 20,
+      command,
+    });
   } finally {
     // Remove what the run made: its Redis keys and its topics.
     let cursor = '0';

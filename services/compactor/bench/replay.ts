@@ -17,6 +17,7 @@ import { commonConfig, createLogger, parseConfig, z } from '@tidemark/service';
 import { Projection } from '@tidemark/state';
 import { Redis } from 'ioredis';
 import { replay, replayTarget } from '../src/replay.js';
+import { recordFigures } from '../../../bench/figures.js';
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';
 const sessions = Number(process.argv[2] ?? 1000);
@@ -149,6 +150,13 @@ try {
       '',
     ].join('\n'),
   );
+  recordFigures('replay', {
+    turns: total,
+    rawTurnsPerSecond: raw,
+    replayTurnsPerSecond: replayRate,
+    replayVsRaw: replayRate / raw,
+    command,
+  });
 } finally {
   await admin.deleteTopics({ topics: Object.values(topics), timeout: 10_000 }).catch(() => undefined);
   let cursor = '0';

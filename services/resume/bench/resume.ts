@@ -29,6 +29,7 @@ import { resumeConfigSchema } from '../src/config.js';
 import { L0Reader } from '@tidemark/contract';
 import { createResumeClient } from '../src/library.js';
 import { create as createResume } from '../src/service.js';
+import { recordFigures } from '../../../bench/figures.js';
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';
 const digestRuns = Number(process.env.BENCH_DIGEST_RUNS ?? 2000);
@@ -231,6 +232,12 @@ async function main(): Promise<void> {
     `(raw span: turns 1..1000 over ${span} offsets of turns.l0, interleaved with another session; target: digest p99 ≤ 10 ms)`,
   );
 
+  recordFigures('resume', {
+    digestLibraryP99Ms: digestLib.p99,
+    digestHttpP99Ms: digestHttp.p99,
+    rawLibraryP99Ms: rawLib.p99,
+    command: 'pnpm exec tsx services/resume/bench/resume.ts',
+  });
   step('tearing down');
   await reader.close();
   step('reader closed');
