@@ -42,6 +42,8 @@ const smoke = flags.smoke;
 /** The pipeline workload: the defaults (200 × 500), or a smoke's. */
 const size = smoke ? ['--sessions', '10', '--turns', '160', '--rounds', '1'] : [];
 const scaling = [1, 2, 4];
+/** The run's scratch: the figures file, the profiles. Removed at the end. */
+const dir = mkdtempSync(path.join(tmpdir(), 'tidemark-bench-'));
 const began = Date.now();
 const chosen =
   flags.only === 'all' ? null : new Set(flags.only.split(',').map((n) => integer(script, 'only', n)));
@@ -89,6 +91,12 @@ const steps: Step[] = [
     args: [],
     env: smoke ? { BENCH_DIGEST_RUNS: '20', BENCH_RAW_RUNS: '3' } : {},
   },
+  {
+    // Last, and apart: a profiled run costs more CPU, so no figure of the table comes from it.
+    title: "where the CPU goes: each service's V8 CPU profile, one process per service",
+    script: 'bench/pipeline.ts',
+    args: [...(smoke ? size : ['--rounds', '1']), '--processes', '--cpu-prof', path.join(dir, 'profiles')],
+  },
 ];
 
 for (const n of chosen ?? []) if (n > steps.length) refuse(script, `--only: there are ${steps.length} steps`);
@@ -115,7 +123,8 @@ function targets(lines: readonly FigureLine[]): string[] {
         p.figures.mode === mode &&
         p.figures.rate === 0 &&
         p.figures.instances === 1 &&
-        p.figures.partitions === 4,
+        p.figures.partitions === 4 &&
+        p.figures.profiled === 0,
     );
   const one = fast('one');
   const processes = fast('processes');
@@ -251,7 +260,6 @@ function ratioPair(figures: Figures | undefined, kind: 'cpuVsShape' | 'rateVsSha
 }
 
 async function main(): Promise<void> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'tidemark-bench-'));
   const figuresFile = path.join(dir, 'figures.jsonl');
   const failed: string[] = [];
   try {

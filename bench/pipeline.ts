@@ -190,6 +190,7 @@ async function main(): Promise<void> {
       rate,
       partitions,
       instances,
+      profiled: profileDir === null ? 0 : 1,
       turns: total,
       ...headline(legs),
       'validation.p50Ms': median(latencies.map((l) => l.p50)),

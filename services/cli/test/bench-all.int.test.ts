@@ -29,6 +29,6 @@ describe('pnpm bench (bench/all.ts)', () => {
   it('refuses a step it does not have, in one line, exit 2', async () => {
     const result = await bench('bench/all.ts', ['--only', '12'], {}, 30_000);
     expect(result.code).toBe(2);
-    expect(result.stderr.trim()).toBe('bench/all.ts: --only: there are 9 steps (--help lists the options)');
+    expect(result.stderr.trim()).toBe('bench/all.ts: --only: there are 10 steps (--help lists the options)');
   });
 });
