@@ -100,7 +100,17 @@ export async function killHard(p: ServiceProcess): Promise<void> {
 /** Waits until the process answers /readyz with 200 (its consumers joined their groups). */
 export async function ready(p: ServiceProcess, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  const url = await p.url;
+  // A process that never gets as far as listening (starved, or stuck starting) must not hang the caller.
+  let timer: NodeJS.Timeout | undefined;
+  const url = await Promise.race([
+    p.url,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`${p.name} not listening after ${timeoutMs} ms:\n${p.output()}`)),
+        timeoutMs,
+      );
+    }),
+  ]).finally(() => clearTimeout(timer));
   while (running(p)) {
     const status = await fetch(`${url}/readyz`).then(
       (r) => r.status,

@@ -46,6 +46,7 @@ describe('two instances of every service on a 3-master Redis Cluster', () => {
     const started = Date.now();
     const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)}s`;
     const redisCluster = await LocalRedisCluster.start();
+    console.log(`${elapsed()} Redis Cluster up: ${redisCluster.seeds}`);
     const workload = generateWorkload({ tenantId, sessions, turns: turnsPerSession, seed: 4242 });
     const deployment = await provisionProcessDeployment({
       name: 'cluster',
@@ -55,6 +56,7 @@ describe('two instances of every service on a 3-master Redis Cluster', () => {
       env: { RESUME_TOKENS: `${tenantId}:${hashToken(token)}` },
     });
     const { run, topicPrefix, bus, redis, redisPrefix, unexpected, launch, policyOf } = deployment;
+    console.log(`${elapsed()} deployment ${run} provisioned; launching two processes of each service`);
     const clients: ResumeLibraryClient[] = [];
     let journal: Journal | null = null;
     let tap: RawTap | null = null;
@@ -68,7 +70,7 @@ describe('two instances of every service on a 3-master Redis Cluster', () => {
 
     const instances: ServiceProcess[] = [];
     for (const name of [...serviceNames].reverse()) instances.push(launch(name), launch(name));
-    await Promise.all(instances.map((p) => ready(p, 90_000)));
+    await Promise.all(instances.map((p) => ready(p, 180_000)));
     console.log(`${elapsed()} ${instances.length} service processes ready (${run})`);
     journal = await Journal.open(
       bus,
