@@ -1,5 +1,6 @@
 import { Redis, type Result } from 'ioredis';
 import { Kafka, logLevel, Partitioners, type Consumer, type EachBatchPayload, type Producer } from 'kafkajs';
+import { maxRequestBytes, requestsOf } from '../libs/contract/src/index.js';
 
 // The same shape: Tidemark's topology done by kafkajs + ioredis with no domain logic, so that the
 // pipeline's cost can be read against the I/O the design needs rather than against a bare passthrough.
@@ -221,8 +222,9 @@ export async function startRole(role: Role, at: ShapeDeployment, onDone?: () => 
           }
         }
         await write(ops);
-        if (compactions.length > 0) {
-          await producer!.send({ topic: topics.compactions, acks: -1, messages: compactions });
+        // As the services' producer does: requests a broker takes (a one-partition backlog's batch does not fit one).
+        for (const request of requestsOf(compactions, maxRequestBytes)) {
+          await producer!.send({ topic: topics.compactions, acks: -1, messages: request });
         }
       });
       break;
@@ -239,7 +241,9 @@ export async function startRole(role: Role, at: ShapeDeployment, onDone?: () => 
             decisions.push({ key: session, value: Buffer.alloc(decisionBytes, i) });
         }
         await write(ops);
-        await producer!.send({ topic: topics.markers, acks: -1, messages: decisions });
+        for (const request of requestsOf(decisions, maxRequestBytes)) {
+          await producer!.send({ topic: topics.markers, acks: -1, messages: request });
+        }
       });
       break;
     case 'resume': {

@@ -20,7 +20,13 @@ export { Registry } from './registry.js';
 export { Bus, type BusOptions } from './bus.js';
 export { type EventConsumer } from './consumer.js';
 export { groupLag } from './group-lag.js';
-export { deadLetterOf, defaultMaxEventBytes, type EventProducer } from './producer.js';
+export {
+  deadLetterOf,
+  defaultMaxEventBytes,
+  maxRequestBytes,
+  requestsOf,
+  type EventProducer,
+} from './producer.js';
 export {
   createPublisher,
   defaultPublishTimeoutMs,

@@ -1,5 +1,5 @@
 import type { DeadLetter, DeadLetterReason } from '@tidemark/core';
-import type { Message, Producer } from 'kafkajs';
+import type { Producer } from 'kafkajs';
 import { encodeBody, frame, recordOf } from './codec.js';
 import type { RawRecord } from './decode.js';
 import { ContractError } from './errors.js';
@@ -13,6 +13,16 @@ import { expectedKey, validateEvent } from './validate.js';
 export const defaultMaxEventBytes = 1024 * 1024;
 /** A dead letter keeps at most this many bytes of the original value, so it fits a broker's message bound. */
 const maxDeadLetterValueBytes = 512 * 1024;
+/**
+ * The most bytes one request carries. kafkajs writes a send's messages for a partition as one record
+ * batch, and a broker refuses a batch over its `message.max.bytes` (1 MiB by default) for good: the same
+ * batch redelivered is refused the same way. On one partition, a compactor batch holding a backlog's L1s
+ * and digests reached several MB and jammed the compactor. A batch is sent in requests of at most this
+ * many bytes, one after another, so each partition's records keep their order.
+ */
+export const maxRequestBytes = 512 * 1024;
+/** A record's framing in a batch (length, attributes, deltas, header count), at most. */
+const recordOverheadBytes = 64;
 
 export interface EventProducer {
   /** One batch, encoded via the registry, keyed by sessionKey. Resolves when durably written (acks -1). */
@@ -84,10 +94,14 @@ export class BusProducer implements EventProducer {
     return { key, value };
   }
 
-  /** Sends encoded messages to a role's topic in one request per partition; resolves when durable. */
+  /**
+   * Sends encoded messages to a role's topic, in requests of at most maxRequestBytes, in order; resolves
+   * when all are durable.
+   */
   async sendEncoded(role: TopicRole, messages: readonly EncodedMessage[]): Promise<void> {
-    if (messages.length === 0) return;
-    await this.#producer.send({ topic: this.#bus.topics[role], acks: -1, messages: messages as Message[] });
+    for (const chunk of requestsOf(messages, maxRequestBytes)) {
+      await this.#producer.send({ topic: this.#bus.topics[role], acks: -1, messages: chunk });
+    }
   }
 
   async send<R extends TopicRole>(role: R, events: readonly EventsByRole[R][]): Promise<void> {
@@ -144,4 +158,26 @@ export function deadLetterOf(
  */
 export function boundFor(role: TopicRole, maxEventBytes: number): number {
   return role === 'deadletter' ? Math.max(maxEventBytes, maxDeadLetterValueBytes + 64 * 1024) : maxEventBytes;
+}
+
+/** The messages in order, cut into runs of at most `budget` bytes (a message larger alone is a run alone). */
+export function requestsOf(messages: readonly EncodedMessage[], budget: number): EncodedMessage[][] {
+  const requests: EncodedMessage[][] = [];
+  let current: EncodedMessage[] = [];
+  let bytes = 0;
+  for (const message of messages) {
+    const size =
+      message.value.length +
+      (message.key === null ? 0 : Buffer.byteLength(message.key)) +
+      recordOverheadBytes;
+    if (current.length > 0 && bytes + size > budget) {
+      requests.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(message);
+    bytes += size;
+  }
+  if (current.length > 0) requests.push(current);
+  return requests;
 }
