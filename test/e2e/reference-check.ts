@@ -1,4 +1,4 @@
-import type { SessionJournal } from '@tidemark/cli';
+import { decisionIdentity, type SessionJournal } from '@tidemark/cli';
 import type { ResumeLibraryClient } from '@tidemark/resume';
 import type { Projection } from '@tidemark/state';
 import { sessionKey } from '@tidemark/contract';
@@ -72,6 +72,30 @@ export function expectReferenceRecords(journal: SessionJournal, expected: Expect
     session: expected.sessionId,
     decisions: sorted(expected.reference.decisions),
   });
+}
+
+/**
+ * Every session holds exactly its reference: what settle.ts calls "holds", the reference's records byte
+ * for byte and nothing else, and no marker decided on missing state.
+ */
+export function expectOnReference(
+  journal: { session(tenantId: string, sessionId: string): SessionJournal },
+  expected: readonly Expected[],
+): void {
+  for (const e of expected) {
+    const session = journal.session(e.tenantId, e.sessionId);
+    expect({ session: e.sessionId, problems: differences(session, e) }).toEqual({
+      session: e.sessionId,
+      problems: [],
+    });
+    // The same bytes as the reference, and nothing beyond it: no compaction or decision a fault made up,
+    // changed or left out.
+    expectReferenceRecords(session, e);
+    const unverifiable = session.decisions.filter(
+      (d) => d.type === 'marker_invalid' && d.violations.some((v) => v.condition === 'unverifiable'),
+    );
+    expect(unverifiable.map(decisionIdentity), 'markers decided on missing state').toEqual([]);
+  }
 }
 
 /** What settle.ts calls "holds": every reference compaction, a decision per marker, the same trusted set. */
