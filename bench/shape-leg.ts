@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { unlinkMatching } from '../libs/state/src/index.js';
 import { commandCounts, commandsPerTurn } from './redis-commands.js';
 import type { Kafka } from 'kafkajs';
 import { ended, said, type ProcessMode } from './children.js';
@@ -154,12 +155,7 @@ async function spawned(deployment: ShapeDeployment): Promise<Groups> {
 async function unlinkKeys(url: string, prefix: string): Promise<void> {
   const redis = new Redis(url);
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.unlink(...keys);
-      cursor = next;
-    } while (cursor !== '0');
+    await unlinkMatching(redis, `${prefix}*`);
   } finally {
     redis.disconnect();
   }

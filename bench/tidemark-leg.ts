@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dropDeployment, startPipeline, waitUntilReady, type Env } from '../services/cli/src/index.js';
@@ -162,10 +163,12 @@ async function serviceProcesses(
 ): Promise<Services> {
   await provisionTopics(await bus.admin(), bus.topics, { partitions });
   const names = ['materializer', 'compactor', 'validator', 'resume'];
+  // Ports the OS has free now: a process left over from an earlier step cannot hold this one's port.
+  const ports = await Promise.all(Array.from({ length: instances * names.length }, freePort));
   const children = Array.from({ length: instances }, (_, instance) =>
     names.map((service, index) => {
       const name = instances === 1 ? service : `${service}-${instance + 1}`;
-      const port = 17_410 + instance * names.length + index;
+      const port = ports[instance * names.length + index]!;
       const profile =
         profileDir === null ? [] : ['--cpu-prof', '--cpu-prof-dir', path.join(profileDir, service)];
       const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'src/main.ts'], {
@@ -180,19 +183,35 @@ async function serviceProcesses(
   // Each process compiles its TypeScript as it starts: on two cores, sixteen of them take minutes.
   const waitMs = 60_000 + 15_000 * children.length;
   const deadline = Date.now() + waitMs;
-  for (const { name, url } of children) {
+  for (const { name, child, url } of children) {
     for (;;) {
       const ready = await fetch(url).then(
         (response) => response.status === 200,
         () => false,
       );
       if (ready) break;
-      if (Date.now() > deadline) {
+      if (child.exitCode !== null || Date.now() > deadline) {
         await stop();
-        throw new Error(`${name} not ready after ${waitMs / 1000} s`);
+        throw new Error(
+          child.exitCode !== null
+            ? `${name} exited (${child.exitCode}) before it was ready`
+            : `${name} not ready after ${waitMs / 1000} s`,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }
   return { watched: children.map(({ name, child }) => ({ name, pid: child.pid! })), stop };
+}
+
+/** A port nothing listens on now (the OS picks it). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { Bus, provisionTopics, topicNames } from '@tidemark/contract';
 import { generateSession, type TurnEvent } from '@tidemark/core';
 import { createLogger, Registry } from '@tidemark/service';
+import { unlinkMatching } from '@tidemark/state';
 import { Redis } from 'ioredis';
 import { create as createCompactor } from '../src/compactor.js';
 import { compactorConfigSchema } from '../src/config.js';
@@ -184,12 +185,7 @@ async function measure(): Promise<void> {
     });
   } finally {
     // Remove what the run made: its Redis keys and its topics.
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${config.REDIS_PREFIX}*`, 'COUNT', 5_000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== '0');
+    await unlinkMatching(redis, `${config.REDIS_PREFIX}*`);
     await admin.deleteTopics({ topics: Object.values(topics) }).catch(() => undefined);
     await bus.disconnect();
     redis.disconnect();

@@ -14,7 +14,7 @@ import { loadavg } from 'node:os';
 import { Bus, provisionTopics, topicNames } from '@tidemark/contract';
 import { defaultPolicy, generateSession, type TurnEvent } from '@tidemark/core';
 import { commonConfig, createLogger, parseConfig, z } from '@tidemark/service';
-import { Projection } from '@tidemark/state';
+import { Projection, unlinkMatching } from '@tidemark/state';
 import { Redis } from 'ioredis';
 import { replay, replayTarget } from '../src/replay.js';
 import { recordFigures } from '../../../bench/figures.js';
@@ -159,12 +159,7 @@ try {
   });
 } finally {
   await admin.deleteTopics({ topics: Object.values(topics), timeout: 10_000 }).catch(() => undefined);
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${config.REDIS_PREFIX}*`, 'COUNT', 1000);
-    if (keys.length > 0) await redis.unlink(...keys);
-    cursor = next;
-  } while (cursor !== '0');
+  await unlinkMatching(redis, `${config.REDIS_PREFIX}*`);
   redis.disconnect();
   await bus.disconnect();
 }
