@@ -9,6 +9,7 @@ import {
   type ItemFact,
   type StateAtBoundary,
 } from '@tidemark/core';
+import type { ParsedFacts } from './parsed-facts.js';
 import { lookupBounds, lookupMemberFact, memberFact, sessionKeys, stateAtScriptKeys } from './keys.js';
 
 // Reading the projection: a session's state at a boundary (projection-state-at.lua), exactly as core's
@@ -68,7 +69,7 @@ export function stateAtArgs(prefix: string, query: BoundaryQuery): (string | num
 }
 
 /** A projection-state-at.lua reply read into core's StateAtBoundary for the query. */
-export function readStateAt(query: BoundaryQuery, reply: unknown): StateAtBoundary {
+export function readStateAt(query: BoundaryQuery, reply: unknown, facts: ParsedFacts): StateAtBoundary {
   const { fromSeq, toSeq } = query;
   const [
     applied,
@@ -102,43 +103,43 @@ export function readStateAt(query: BoundaryQuery, reply: unknown): StateAtBounda
 
   const open: ItemFact[] = [];
   openIds.forEach((_, i) => {
-    const fact = itemAsOf(openItems[i] ?? null, openEnds[i] ?? null, toSeq);
+    const fact = itemAsOf(facts, openItems[i] ?? null, openEnds[i] ?? null, toSeq);
     if (fact !== null && fact.end === null) open.push(fact);
   });
   const closed: ItemFact[] = [];
   closedIds.forEach((_, i) => {
-    const fact = itemAsOf(closedItems[i] ?? null, closedEnds[i] ?? null, toSeq);
+    const fact = itemAsOf(facts, closedItems[i] ?? null, closedEnds[i] ?? null, toSeq);
     if (fact !== null) closed.push(fact);
   });
   // Members come in (seq, index) order: the last one per key is the latest inside the span.
   const disposed = new Map<string, DispositionFact>();
   for (const member of dispMembers) {
-    const fact = JSON.parse(memberFact(member)) as DispositionFact;
+    const fact = facts.parse<DispositionFact>(memberFact(member));
     disposed.set(fact.itemKey, fact);
   }
   const artifacts = new Map<string, ArtifactFact>();
   for (const member of artMembers) {
-    const fact = JSON.parse(memberFact(member)) as ArtifactFact;
+    const fact = facts.parse<ArtifactFact>(memberFact(member));
     artifacts.set(fact.path, fact);
   }
 
   const items = new Map<string, ItemFact>();
   query.itemIds.forEach((id, i) => {
-    const fact = itemAsOf(lookupItems[i] ?? null, lookupEnds[i] ?? null, toSeq);
+    const fact = itemAsOf(facts, lookupItems[i] ?? null, lookupEnds[i] ?? null, toSeq);
     if (fact !== null) items.set(id, fact);
   });
   const dispositions = new Map<string, DispositionFact>();
   query.itemKeys.forEach((key, i) => {
     const member = lookupDisp[i];
     if (member !== null && member !== undefined) {
-      dispositions.set(key, JSON.parse(lookupMemberFact(member)) as DispositionFact);
+      dispositions.set(key, facts.parse<DispositionFact>(lookupMemberFact(member)));
     }
   });
   const artifactLookup = new Map<string, ArtifactFact>();
   query.paths.forEach((path, i) => {
     const member = lookupArt[i];
     if (member !== null && member !== undefined) {
-      artifactLookup.set(path, JSON.parse(lookupMemberFact(member)) as ArtifactFact);
+      artifactLookup.set(path, facts.parse<ArtifactFact>(lookupMemberFact(member)));
     }
   });
 
@@ -158,11 +159,11 @@ export function readStateAt(query: BoundaryQuery, reply: unknown): StateAtBounda
 
 type Nullable = string | null;
 
-function itemAsOf(itemJson: Nullable, endJson: Nullable, toSeq: number): ItemFact | null {
+function itemAsOf(facts: ParsedFacts, itemJson: Nullable, endJson: Nullable, toSeq: number): ItemFact | null {
   if (itemJson === null) return null;
-  const item = JSON.parse(itemJson) as Omit<ItemFact, 'end'>;
+  const item = facts.parse<Omit<ItemFact, 'end'>>(itemJson);
   if (item.openedSeq > toSeq) return null;
-  const end = endJson === null ? null : (JSON.parse(endJson) as ItemEnd);
+  const end = endJson === null ? null : facts.parse<ItemEnd>(endJson);
   return { ...item, end: end !== null && end.seq <= toSeq ? end : null };
 }
 
