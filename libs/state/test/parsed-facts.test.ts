@@ -18,7 +18,7 @@ describe('ParsedFacts', () => {
     const value = facts.parse<{ seq: number }>('{"seq":1}');
     expect(Object.isFrozen(value)).toBe(true);
     expect(() => {
-      (value).seq = 2;
+      value.seq = 2;
     }).toThrow(TypeError);
   });
 
