@@ -9,7 +9,7 @@ import {
   type ItemFact,
   type StateAtBoundary,
 } from '@tidemark/core';
-import type { ParsedFacts } from './parsed-facts.js';
+import type { ParsedItems } from './parsed-items.js';
 import { lookupBounds, lookupMemberFact, memberFact, sessionKeys, stateAtScriptKeys } from './keys.js';
 
 // Reading the projection: a session's state at a boundary (projection-state-at.lua), exactly as core's
@@ -69,7 +69,7 @@ export function stateAtArgs(prefix: string, query: BoundaryQuery): (string | num
 }
 
 /** A projection-state-at.lua reply read into core's StateAtBoundary for the query. */
-export function readStateAt(query: BoundaryQuery, reply: unknown, facts: ParsedFacts): StateAtBoundary {
+export function readStateAt(query: BoundaryQuery, reply: unknown, parsed: ParsedItems): StateAtBoundary {
   const { fromSeq, toSeq } = query;
   const [
     applied,
@@ -102,44 +102,44 @@ export function readStateAt(query: BoundaryQuery, reply: unknown, facts: ParsedF
   ];
 
   const open: ItemFact[] = [];
-  openIds.forEach((_, i) => {
-    const fact = itemAsOf(facts, openItems[i] ?? null, openEnds[i] ?? null, toSeq);
+  openIds.forEach((id, i) => {
+    const fact = itemAsOf(parsed, id, openItems[i] ?? null, openEnds[i] ?? null, toSeq);
     if (fact !== null && fact.end === null) open.push(fact);
   });
   const closed: ItemFact[] = [];
-  closedIds.forEach((_, i) => {
-    const fact = itemAsOf(facts, closedItems[i] ?? null, closedEnds[i] ?? null, toSeq);
+  closedIds.forEach((id, i) => {
+    const fact = itemAsOf(parsed, id, closedItems[i] ?? null, closedEnds[i] ?? null, toSeq);
     if (fact !== null) closed.push(fact);
   });
   // Members come in (seq, index) order: the last one per key is the latest inside the span.
   const disposed = new Map<string, DispositionFact>();
   for (const member of dispMembers) {
-    const fact = facts.parse<DispositionFact>(memberFact(member));
+    const fact = JSON.parse(memberFact(member)) as DispositionFact;
     disposed.set(fact.itemKey, fact);
   }
   const artifacts = new Map<string, ArtifactFact>();
   for (const member of artMembers) {
-    const fact = facts.parse<ArtifactFact>(memberFact(member));
+    const fact = JSON.parse(memberFact(member)) as ArtifactFact;
     artifacts.set(fact.path, fact);
   }
 
   const items = new Map<string, ItemFact>();
   query.itemIds.forEach((id, i) => {
-    const fact = itemAsOf(facts, lookupItems[i] ?? null, lookupEnds[i] ?? null, toSeq);
+    const fact = itemAsOf(parsed, id, lookupItems[i] ?? null, lookupEnds[i] ?? null, toSeq);
     if (fact !== null) items.set(id, fact);
   });
   const dispositions = new Map<string, DispositionFact>();
   query.itemKeys.forEach((key, i) => {
     const member = lookupDisp[i];
     if (member !== null && member !== undefined) {
-      dispositions.set(key, facts.parse<DispositionFact>(lookupMemberFact(member)));
+      dispositions.set(key, JSON.parse(lookupMemberFact(member)) as DispositionFact);
     }
   });
   const artifactLookup = new Map<string, ArtifactFact>();
   query.paths.forEach((path, i) => {
     const member = lookupArt[i];
     if (member !== null && member !== undefined) {
-      artifactLookup.set(path, facts.parse<ArtifactFact>(lookupMemberFact(member)));
+      artifactLookup.set(path, JSON.parse(lookupMemberFact(member)) as ArtifactFact);
     }
   });
 
@@ -159,11 +159,17 @@ export function readStateAt(query: BoundaryQuery, reply: unknown, facts: ParsedF
 
 type Nullable = string | null;
 
-function itemAsOf(facts: ParsedFacts, itemJson: Nullable, endJson: Nullable, toSeq: number): ItemFact | null {
+function itemAsOf(
+  parsed: ParsedItems,
+  itemId: string,
+  itemJson: Nullable,
+  endJson: Nullable,
+  toSeq: number,
+): ItemFact | null {
   if (itemJson === null) return null;
-  const item = facts.parse<Omit<ItemFact, 'end'>>(itemJson);
+  const item = parsed.parse(itemId, itemJson);
   if (item.openedSeq > toSeq) return null;
-  const end = endJson === null ? null : facts.parse<ItemEnd>(endJson);
+  const end = endJson === null ? null : (JSON.parse(endJson) as ItemEnd);
   return { ...item, end: end !== null && end.seq <= toSeq ? end : null };
 }
 

@@ -11,7 +11,7 @@ import {
   type StallChange,
 } from './projection-apply.js';
 import type { PositionedTurn } from './projection-plan.js';
-import { ParsedFacts } from './parsed-facts.js';
+import { ParsedItems } from './parsed-items.js';
 import {
   parsePosition,
   readStateAt,
@@ -118,8 +118,8 @@ export class Projection {
   readonly #pollMinMs: number;
   readonly #pollMaxMs: number;
   readonly #maxParked: number;
-  /** The facts of recent state-at replies, parsed once (see ParsedFacts). */
-  readonly #facts = new ParsedFacts();
+  /** The items of recent state-at replies, parsed once (see ParsedItems). */
+  readonly #parsedItems = new ParsedItems();
 
   /** Epoch and clear; a rebuild also sets the rebuilding mark (beginRebuild, finishRebuild). */
   readonly lifecycle: StoreLifecycle;
@@ -230,7 +230,7 @@ export class Projection {
   /** The state at the query's boundary, exactly as core's SessionFold.stateAt answers it; one round trip. */
   async stateAt(query: BoundaryQuery): Promise<StateAtBoundary> {
     const reply = await this.#redis.tidemarkProjectionStateAt(...stateAtArgs(this.#prefix, query));
-    return readStateAt(query, reply, this.#facts);
+    return readStateAt(query, reply, this.#parsedItems);
   }
 
   async watermark(tenantId: string, sessionId: string): Promise<Watermark> {

@@ -1,0 +1,55 @@
+import type { ItemFact } from '@tidemark/core';
+
+// Every state-at reply brings back all of a session's open items as JSON: the same strings, query after
+// query (an item's JSON never changes once it is opened), and an open set grows with the session.
+// Parsing them again each time was the validator's largest cost (its CPU profile: 14% in itemAsOf). A
+// string seen recently is answered with the value parsed from it before. The memory is keyed by item id
+// (short: cheap to hash) and a hit is taken only when the stored JSON is the very same string, so the
+// answer is always the parse of the bytes Redis sent, whatever ids other sessions or deployments use.
+
+/** An item as stored, before the as-of filtering gives it its end. */
+export type StoredItem = Omit<ItemFact, 'end'>;
+
+/** Entries per generation: the recent working set of open items across the sessions being decided. */
+const defaultGenerationSize = 10_000;
+
+interface Parsed {
+  readonly json: string;
+  readonly item: StoredItem;
+}
+
+/**
+ * Item JSON parsed with a bounded memory of recent items: two generations, the current filled until
+ * full, then it becomes the previous (a hit there moves the entry forward) and the old previous is
+ * dropped. At most twice the generation size is held; values are frozen, since every caller shares them.
+ */
+export class ParsedItems {
+  #current = new Map<string, Parsed>();
+  #previous = new Map<string, Parsed>();
+  readonly #generationSize: number;
+
+  constructor(generationSize = defaultGenerationSize) {
+    this.#generationSize = generationSize;
+  }
+
+  parse(itemId: string, json: string): StoredItem {
+    const hit = this.#current.get(itemId);
+    if (hit !== undefined && hit.json === json) return hit.item;
+    const older = this.#previous.get(itemId);
+    const parsed =
+      older !== undefined && older.json === json
+        ? older
+        : { json, item: Object.freeze(JSON.parse(json) as StoredItem) };
+    if (this.#current.size >= this.#generationSize) {
+      this.#previous = this.#current;
+      this.#current = new Map();
+    }
+    this.#current.set(itemId, parsed);
+    return parsed.item;
+  }
+
+  /** How many items are remembered (for tests and metrics). */
+  get size(): number {
+    return this.#current.size + this.#previous.size;
+  }
+}
