@@ -59,6 +59,11 @@ export const commonConfig = {
    * every start is a new member. Two live processes must not share one.
    */
   INSTANCE_ID: z.string().min(1).optional(),
+  /**
+   * How far the JS heap may grow past what the last full collection kept, in percent (heap.ts): lower
+   * bounds memory, higher collects less often. 0 leaves V8's own factor (which lets it grow severalfold).
+   */
+  HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(1_000).default(25),
 } as const;
 
 /** STATE_RETENTION_MS's default: a week. */

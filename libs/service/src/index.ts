@@ -9,6 +9,7 @@ export {
   parsedVariable,
   stateRetentionConfig,
 } from './config.js';
+export { limitHeapGrowth } from './heap.js';
 export { createLogger, type Logger } from './logger.js';
 export {
   createServiceHost,

@@ -3,6 +3,7 @@ import type { LevelWithSilent, Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { z } from 'zod';
 import { parseConfig } from './config.js';
+import { limitHeapGrowth } from './heap.js';
 import { createServiceHost, type ReadinessCheck, type ServiceHost } from './host.js';
 import { createLogger } from './logger.js';
 import { runUntilSignalled } from './shutdown.js';
@@ -61,6 +62,7 @@ interface ProcessConfig {
   readonly LOG_LEVEL: LevelWithSilent;
   readonly SHUTDOWN_GRACE_MS: number;
   readonly START_WITHIN_MS: number;
+  readonly HEAP_GROWING_PERCENT: number;
 }
 
 /** The backoff between tries to start while a dependency is away (for up to START_WITHIN_MS). */
@@ -86,6 +88,7 @@ export async function runMain<Schema extends z.ZodType<ProcessConfig>>(
     process.exitCode = 2;
     return null;
   }
+  limitHeapGrowth(config.HEAP_GROWING_PERCENT);
   const logger = createLogger(name, config.LOG_LEVEL);
   let host: ServiceHost | null = null;
   let signalled = false;

@@ -3,7 +3,7 @@ import { definePolicy, type Policy } from '@tidemark/core';
 import { inFormat, resumeFormats, type ResumeFormat, type ResumeLibraryClient } from '@tidemark/resume';
 import { SessionHistory, sessionKey, type Bus } from '@tidemark/contract';
 import { loadScenarios, type ScenarioSession } from '@tidemark/scenarios';
-import { commonConfig, createLogger, parseConfig, z } from '@tidemark/service';
+import { commonConfig, createLogger, limitHeapGrowth, parseConfig, z } from '@tidemark/service';
 import { Command, Option } from 'commander';
 import { inputFormats, type InputFormat } from '@tidemark/adapters';
 import { runDemo, policyOverridesOf } from './demo.js';
@@ -64,7 +64,9 @@ function startCommand(env: Env): Command {
     .action(async (flags: { follow: boolean; demo: boolean; port: number; logLevel: string }) => {
       const scenarios = loadScenarios();
       const runEnv = await demoEnv({ LOG_LEVEL: flags.logLevel, ...env }, scenarios);
-      const logger = createLogger('tidemark', parseConfig(z.object(commonConfig), runEnv).LOG_LEVEL);
+      const common = parseConfig(z.object(commonConfig), runEnv);
+      const logger = createLogger('tidemark', common.LOG_LEVEL);
+      limitHeapGrowth(common.HEAP_GROWING_PERCENT);
       note('starting the pipeline…');
       const pipeline = await startPipeline({ env: runEnv, logger, port: flags.port });
       let stopping = false;

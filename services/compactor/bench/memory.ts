@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Bus, provisionTopics, topicNames } from '@tidemark/contract';
 import { generateSession, type TurnEvent } from '@tidemark/core';
-import { createLogger, Registry } from '@tidemark/service';
+import { createLogger, limitHeapGrowth, Registry } from '@tidemark/service';
 import { unlinkMatching } from '@tidemark/state';
 import { Redis } from 'ioredis';
 import { create as createCompactor } from '../src/compactor.js';
@@ -25,7 +25,7 @@ const args = producing ? process.argv.slice(3) : process.argv.slice(2);
 const sessions = Number(args[0] ?? 10_000);
 const turnsPerSession = Number(args[1] ?? 30);
 const retentionSet = (process.env.STATE_RETENTION_MS ?? '') !== '';
-const command = `${retentionSet ? `STATE_RETENTION_MS=${process.env.STATE_RETENTION_MS} ` : ''}node --expose-gc --import tsx services/compactor/bench/memory.ts ${sessions} ${turnsPerSession}`;
+const command = `${retentionSet ? `STATE_RETENTION_MS=${process.env.STATE_RETENTION_MS} ` : ''}${process.env.HEAP_GROWING_PERCENT === undefined ? '' : `HEAP_GROWING_PERCENT=${process.env.HEAP_GROWING_PERCENT} `}node --expose-gc --import tsx services/compactor/bench/memory.ts ${sessions} ${turnsPerSession}`;
 // The load is produced by a child process (this file in produce mode), so that the measuring process
 // never holds the turns itself: its RSS is the compactor's.
 const run = producing ? args[2]! : randomUUID().slice(0, 8);
@@ -90,6 +90,8 @@ async function measure(): Promise<void> {
     const total = sessions * turnsPerSession;
     const redisBefore = await redisUsed(redis);
     const registry = new Registry();
+    // As the compactor's own process does (runMain): the heap's growth bounded (HEAP_GROWING_PERCENT).
+    limitHeapGrowth(config.HEAP_GROWING_PERCENT);
     const compactor = createCompactor(config, { logger: createLogger('bench', 'warn'), metrics: registry });
     await compactor.run();
     await new Promise((resolve) => setTimeout(resolve, 1_000));
