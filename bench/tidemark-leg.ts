@@ -185,18 +185,19 @@ async function serviceProcesses(
   const deadline = Date.now() + waitMs;
   for (const { name, child, url } of children) {
     for (;;) {
-      const ready = await fetch(url).then(
-        (response) => response.status === 200,
-        () => false,
+      const answer = await fetch(url).then(
+        async (response) => ({ ready: response.status === 200, body: await response.text() }),
+        (error: unknown) => ({ ready: false, body: String(error) }),
       );
-      if (ready) break;
+      if (answer.ready) break;
       if (child.exitCode !== null || Date.now() > deadline) {
-        await stop();
-        throw new Error(
+        // Said before the stop below, which ends every process (and so sets every exit code).
+        const why =
           child.exitCode !== null
             ? `${name} exited (${child.exitCode}) before it was ready`
-            : `${name} not ready after ${waitMs / 1000} s`,
-        );
+            : `${name} not ready after ${waitMs / 1000} s; its /readyz: ${answer.body.slice(0, 2_000)}`;
+        await stop();
+        throw new Error(why);
       }
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
