@@ -26,6 +26,7 @@ import type { Admin } from 'kafkajs';
 import type { MaterializerConfig } from './config.js';
 import { DeadLetterLog } from './dead-letters.js';
 import { logStalls, ParkedTurns } from './parked.js';
+import { RebuildOwnership } from './rebuild-ownership.js';
 import { RebuildProgress } from './rebuild-progress.js';
 import { RegressionWatcher } from './regressions.js';
 import { materializerMetrics, type MaterializerMetrics } from './metrics.js';
@@ -75,6 +76,7 @@ class MaterializerService implements Materializer {
   #epoch: string | null = null;
   #state: Phase = 'idle';
   readonly #rebuilds: RebuildSupervisor;
+  readonly #ownership: RebuildOwnership;
   readonly #regressions: RegressionWatcher;
   /** Stopped and disconnected (`stopped` is set as the stop begins: nothing new starts from there). */
   #closed = false;
@@ -119,6 +121,9 @@ class MaterializerService implements Materializer {
       new WatchStore(this.#redis, { prefix: config.REDIS_PREFIX }),
       this.#metrics,
       this.#logger,
+    );
+    this.#ownership = new RebuildOwnership(this.projection, (error) =>
+      this.#logger.warn({ err: error }, 'the rebuild lock: a Redis call failed (a lock not renewed lapses)'),
     );
     this.#rebuilds = superviseRebuild({
       what: 'projection',
@@ -184,6 +189,7 @@ class MaterializerService implements Materializer {
     this.#timer = null;
     this.#redis.off('ready', this.#onRedisReady);
     await this.#rebuilds.stop();
+    await this.#ownership.release();
     // The consumer finishes its current batch (applied and dead-lettered) and commits it.
     await this.#consumer?.stop();
     this.#consumer = null;
@@ -225,7 +231,16 @@ class MaterializerService implements Materializer {
     this.#parked?.dropDeferred();
     await this.#consumer?.stop();
     this.#consumer = null;
-    if (stopped()) return;
+    const turn = await this.#ownership.take(stopped);
+    if (turn === null) return;
+    if (!turn.rebuild) {
+      this.#logger.info({ epoch: turn.epoch }, 'another materializer rebuilt the projection: running on it');
+      this.#epoch = turn.epoch;
+      this.#state = 'running';
+      this.#metrics.rebuilding(false);
+      await this.#startConsumer();
+      return;
+    }
     const epoch = await this.projection.beginRebuild(reason);
     await restartGroupsFromEarliest(admin, [this.#config.MATERIALIZER_GROUP_ID], {
       stopped,
@@ -260,6 +275,7 @@ class MaterializerService implements Materializer {
     this.#finishing = finishing;
     try {
       if (await finishing) {
+        await this.#ownership.release();
         this.#state = this.#state === 'rebuilding' ? 'running' : this.#state;
         this.#metrics.rebuilding(false);
         this.#logger.info({ epoch: progress.epoch, reachedAll }, 'rebuild caught up');
