@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dropDeployment, startPipeline, waitUntilReady, type Env } from '../services/cli/src/index.js';
 import { Bus, createPublisher, provisionTopics, topicNames } from '../libs/contract/src/index.js';
 import { definePolicy, type TurnEvent } from '../libs/core/src/index.js';
 import { createLogger } from '../libs/service/src/index.js';
+import { freePort } from '../test/infra/ports.js';
 import { microsPerTurn, sampleCpu, type Watched } from './cpu.js';
 import type { ObserveReport, ObserveRequest } from './observe.js';
 import type { LegResult } from './report.js';
@@ -164,7 +164,9 @@ async function serviceProcesses(
   await provisionTopics(await bus.admin(), bus.topics, { partitions });
   const names = ['materializer', 'compactor', 'validator', 'resume'];
   // Ports the OS has free now: a process left over from an earlier step cannot hold this one's port.
-  const ports = await Promise.all(Array.from({ length: instances * names.length }, freePort));
+  // One at a time: the OS could hand the same free port to two concurrent calls.
+  const ports: number[] = [];
+  for (let i = 0; i < instances * names.length; i++) ports.push(await freePort());
   const children = Array.from({ length: instances }, (_, instance) =>
     names.map((service, index) => {
       const name = instances === 1 ? service : `${service}-${instance + 1}`;
@@ -203,16 +205,4 @@ async function serviceProcesses(
     }
   }
   return { watched: children.map(({ name, child }) => ({ name, pid: child.pid! })), stop };
-}
-
-/** A port nothing listens on now (the OS picks it). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }

@@ -9,6 +9,7 @@ export { StateError } from './errors.js';
 export { batchOf, connectRedis, keySlot, unlinkMatching, type RedisClient } from './redis-client.js';
 export { type SessionRef } from './keys.js';
 export { withRebuildLock } from './store-lifecycle.js';
+export { RebuildOwnership } from './rebuild-ownership.js';
 export { WindowMovedError, WindowsLostError, WindowStore, type WindowUpdate } from './windows.js';
 export { membershipOption } from './members.js';
 export { PlanStore, type PlanWrite } from './plans.js';

@@ -21,12 +21,18 @@ import {
   type Service,
   type ServiceState,
 } from '@tidemark/service';
-import { membershipOption, Projection, WatchStore, connectRedis, type RedisClient } from '@tidemark/state';
+import {
+  connectRedis,
+  membershipOption,
+  Projection,
+  RebuildOwnership,
+  WatchStore,
+  type RedisClient,
+} from '@tidemark/state';
 import type { Admin } from 'kafkajs';
 import type { MaterializerConfig } from './config.js';
 import { DeadLetterLog } from './dead-letters.js';
 import { logStalls, ParkedTurns } from './parked.js';
-import { RebuildOwnership } from './rebuild-ownership.js';
 import { RebuildProgress } from './rebuild-progress.js';
 import { RegressionWatcher } from './regressions.js';
 import { materializerMetrics, type MaterializerMetrics } from './metrics.js';
@@ -122,9 +128,8 @@ class MaterializerService implements Materializer {
       this.#metrics,
       this.#logger,
     );
-    this.#ownership = new RebuildOwnership(this.projection, (error) =>
-      this.#logger.warn({ err: error }, 'the rebuild lock: a Redis call failed (a lock not renewed lapses)'),
-    );
+    const lockError = (error: unknown) => this.#logger.warn({ err: error }, 'rebuild lock: Redis failed');
+    this.#ownership = new RebuildOwnership(this.projection.lifecycle, lockError);
     this.#rebuilds = superviseRebuild({
       what: 'projection',
       logger: this.#logger,
@@ -231,15 +236,13 @@ class MaterializerService implements Materializer {
     this.#parked?.dropDeferred();
     await this.#consumer?.stop();
     this.#consumer = null;
-    const turn = await this.#ownership.take(stopped);
+    const turn = await this.#ownership.take(stopped, () => this.projection.wholeEpoch());
     if (turn === null) return;
     if (!turn.rebuild) {
       this.#logger.info({ epoch: turn.epoch }, 'another materializer rebuilt the projection: running on it');
-      this.#epoch = turn.epoch;
-      this.#state = 'running';
+      [this.#epoch, this.#state] = [turn.epoch, 'running'];
       this.#metrics.rebuilding(false);
-      await this.#startConsumer();
-      return;
+      return this.#startConsumer();
     }
     const epoch = await this.projection.beginRebuild(reason);
     await restartGroupsFromEarliest(admin, [this.#config.MATERIALIZER_GROUP_ID], {

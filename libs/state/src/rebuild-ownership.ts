@@ -1,56 +1,64 @@
 import { randomUUID } from 'node:crypto';
-import type { Projection } from '@tidemark/state';
+import type { StoreLifecycle } from './store-lifecycle.js';
 
-// Two materializers of one deployment (instances sharing the group) must not rebuild at once. Each
-// rebuild starts a new epoch, which makes the other's writes stale and its rebuild start over, and
+// Instances of one service share a store and a consumer group, and must not rebuild the store at once.
+// Each rebuild starts a new epoch, which makes the other's writes stale and its rebuild start over, and
 // resetting the group's offsets needs the group empty, which the other's consumer keeps it from being:
-// the two went round for good, neither ever ready (two instances on a fresh deployment, or after a Redis
-// loss). One rebuilds while it holds the projection's rebuild lock, from its start until the replay has
-// caught up (renewed meanwhile); the others wait, then run on the epoch it built. A holder that dies lets
-// the lock lapse, and a waiter takes it and rebuilds from the start.
+// two materializers went round like that for good, neither ever ready (on a fresh deployment, or after
+// a Redis loss). One instance rebuilds while it holds the store's rebuild lock, from before the group
+// reset until its replay has caught up (renewed meanwhile); the others wait, then run on the epoch it
+// built. A holder that dies lets the lock lapse, and a waiter takes it and rebuilds from the start.
+// The same lock as withRebuildLock (store-lifecycle.ts), for a store whose rebuild sets its epoch before
+// the replay is over (the materializer's projection): there the epoch alone cannot tell a waiter that the
+// rebuild is done, so the store says when it is whole, and the holder lets go only then.
 
-/** How long a rebuilding materializer holds the lock without renewing it (a dead one's lapses then). */
+/** How long a rebuilder holds the lock without renewing it (a dead one's lapses then). */
 const rebuildLockMs = 30_000;
 
-/** What to do once the turn came: rebuild (this instance holds the lock), or run on a whole projection. */
+/** What to do once the turn came: rebuild (this instance holds the lock), or run on a whole store. */
 export type RebuildTurn = { readonly rebuild: true } | { readonly rebuild: false; readonly epoch: string };
 
+/**
+ * Whether the store is whole now, rebuilt by another instance: its epoch, or null. `held`: whether this
+ * instance holds the lock (a store whose epoch is set before its replay is over can only tell once the
+ * rebuilder let go).
+ */
+export type WholeStore = (held: boolean) => Promise<string | null>;
+
 export class RebuildOwnership {
-  readonly #projection: Projection;
+  readonly #lifecycle: StoreLifecycle;
   readonly #ttlMs: number;
   readonly #owner = randomUUID();
   readonly #onLockError: (error: unknown) => void;
   #renewing: NodeJS.Timeout | null = null;
   #held = false;
 
-  constructor(projection: Projection, onLockError: (error: unknown) => void, ttlMs: number = rebuildLockMs) {
-    this.#projection = projection;
+  constructor(lifecycle: StoreLifecycle, onLockError: (error: unknown) => void, ttlMs = rebuildLockMs) {
+    this.#lifecycle = lifecycle;
     this.#ttlMs = ttlMs;
     this.#onLockError = onLockError;
   }
 
   /** Waits for this instance's turn to rebuild, or for another's rebuild to finish; null once stopped. */
-  async take(stopped: () => boolean, pollMs = 200): Promise<RebuildTurn | null> {
-    const { lifecycle } = this.#projection;
+  async take(stopped: () => boolean, whole: WholeStore, pollMs = 200): Promise<RebuildTurn | null> {
+    const lifecycle = this.#lifecycle;
     for (;;) {
       if (stopped()) return null;
       // Renewed when already held: a failed attempt keeps the lock for the next one.
       const held =
         (await lifecycle.renewLock(this.#owner, this.#ttlMs)) ||
         (await lifecycle.lock(this.#owner, this.#ttlMs));
-      const [epoch, mark] = await Promise.all([this.#projection.epoch(), this.#projection.rebuilding()]);
-      const whole = epoch !== null && mark === null;
       this.#held = held;
-      if (held && !whole) {
+      const epoch = await whole(held);
+      if (epoch !== null) {
+        await this.release();
+        return { rebuild: false, epoch };
+      }
+      if (held) {
         this.#renewing ??= setInterval(() => {
           lifecycle.renewLock(this.#owner, this.#ttlMs).catch(this.#onLockError);
         }, this.#ttlMs / 3);
         return { rebuild: true };
-      }
-      // Whole: another instance rebuilt it (meanwhile, or before this one got the lock).
-      if (whole) {
-        await this.release();
-        return { rebuild: false, epoch };
       }
       // Lost (it lapsed) or never held: another instance rebuilds; nothing of ours to renew.
       if (this.#renewing !== null) clearInterval(this.#renewing);
@@ -70,7 +78,7 @@ export class RebuildOwnership {
     this.#held = false;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      this.#projection.lifecycle.unlock(this.#owner).catch(this.#onLockError),
+      this.#lifecycle.unlock(this.#owner).catch(this.#onLockError),
       new Promise((resolve) => (timer = setTimeout(resolve, withinMs))),
     ]).finally(() => clearTimeout(timer));
   }
