@@ -64,6 +64,12 @@ export const commonConfig = {
    * bounds memory, higher collects less often. 0 leaves V8's own factor (which lets it grow severalfold).
    */
   HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(1_000).default(25),
+  /**
+   * How often a service that writes a rebuildable store (the materializer's projection, the compactor's
+   * windows) checks that the store still has its epoch: a FLUSHALL does not disconnect, and an instance
+   * with nothing to consume would not notice otherwise.
+   */
+  EPOCH_CHECK_MS: z.coerce.number().int().positive().default(1_000),
 } as const;
 
 /** STATE_RETENTION_MS's default: a week. */

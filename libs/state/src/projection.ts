@@ -286,13 +286,13 @@ export class Projection {
     return this.lifecycle.epoch();
   }
 
-  /** The rebuild under way, or null. */
   /** The epoch while the projection is whole (no rebuild under way), else null. */
   async wholeEpoch(): Promise<string | null> {
     const [epoch, mark] = await Promise.all([this.epoch(), this.rebuilding()]);
     return mark === null ? epoch : null;
   }
 
+  /** The rebuild under way, or null. */
   async rebuilding(): Promise<RebuildMark | null> {
     const raw = await this.#redis.get(rebuildingKey(this.#prefix));
     return raw === null ? null : (JSON.parse(raw) as RebuildMark);

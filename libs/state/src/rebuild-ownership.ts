@@ -9,8 +9,9 @@ import type { StoreLifecycle } from './store-lifecycle.js';
 // reset until its replay has caught up (renewed meanwhile); the others wait, then run on the epoch it
 // built. A holder that dies lets the lock lapse, and a waiter takes it and rebuilds from the start.
 // The same lock as withRebuildLock (store-lifecycle.ts), for a store whose rebuild sets its epoch before
-// the replay is over (the materializer's projection): there the epoch alone cannot tell a waiter that the
-// rebuild is done, so the store says when it is whole, and the holder lets go only then.
+// the replay is over: there the epoch alone cannot tell a waiter that the rebuild is done, so the caller
+// says when the store is one to run on (the materializer: whole, no rebuild mark; the compactor: a new
+// epoch, since its waiters join the replay), and the holder lets go once its replay caught up.
 
 /** How long a rebuilder holds the lock without renewing it (a dead one's lapses then). */
 const rebuildLockMs = 30_000;

@@ -22,6 +22,7 @@ import {
 import {
   membershipOption,
   Projection,
+  RebuildOwnership,
   WindowMovedError,
   WindowsLostError,
   WindowStore,
@@ -67,6 +68,10 @@ export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compa
   let engine: CompactionEngine | null = null;
   let store: WindowStore<SessionWindow> | null = null;
   let sessions: SessionHistory | null = null;
+  let ownership: RebuildOwnership | null = null;
+  /** The windows' epoch this instance writes under; null until it has one (at start, in a rebuild). */
+  let epoch: string | null = null;
+  let epochCheck: NodeJS.Timeout | null = null;
   let phase: ServicePhase = 'idle';
   const stopped = (): boolean => phase === 'draining' || phase === 'stopped';
 
@@ -110,16 +115,43 @@ export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compa
    * under a new epoch, turns.l0 replayed from the start; done once the replay has passed every turn that
    * was on turns.l0 when it began. What is recomputed is published again under the same ids with the
    * same bytes (the validator decides nothing twice). Ready again after.
+   *
+   * Another instance of the group may rebuild too: one does, holding the windows' rebuild lock from
+   * before the group reset until its replay caught up (RebuildOwnership). It drops the epoch first, so
+   * every other instance notices (a batch, or the periodic check) and steps out of the group, which the
+   * reset needs empty; they wait, then run on the epoch it set. Without the lock, an instance that
+   * noticed late started a second rebuild whose group reset waited for good on the first's consumer.
    */
   const replayFromStart = async (reason: string, attempt: number): Promise<void> => {
+    const lost = epoch;
+    epoch = null;
     await turns?.stop();
-    if (stopped()) return;
+    turns = null;
+    // Another instance's new epoch (set once its group reset is done) is one to run on.
+    const turn = await ownership!.take(stopped, async () => {
+      const now = await store!.lifecycle.epoch();
+      return now !== null && now !== lost ? now : null;
+    });
+    if (turn === null) return;
+    if (!turn.rebuild) {
+      logger.info({ namespace, epoch: turn.epoch }, 'another compactor rebuilt the windows: running on them');
+      epoch = turn.epoch;
+      turns = turnsConsumer(bus!);
+      await turns.run();
+      return;
+    }
+    await store!.lifecycle.dropEpoch();
     const admin = await bus!.admin();
     const ends = await admin.fetchTopicOffsets(topics.turns);
-    // Its consumer is stopped: the group is empty and can be moved.
-    await restartGroupsFromEarliest(admin, [config.GROUP_ID], { stopped });
-    const deleted = await store!.lifecycle.reset(randomUUID());
+    await restartGroupsFromEarliest(admin, [config.GROUP_ID], {
+      stopped,
+      onRetry: (error, tries) =>
+        logger.warn({ err: error, attempt: tries }, 'resetting the group offsets failed; retrying'),
+    });
+    const next = randomUUID();
+    const deleted = await store!.lifecycle.reset(next);
     if (stopped()) return;
+    epoch = next;
     turns = turnsConsumer(bus!);
     await turns.run();
     logger.info(
@@ -127,6 +159,7 @@ export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compa
       'compactor windows cleared; replaying turns.l0 from the start',
     );
     await committedUpTo(admin, config.GROUP_ID, topics.turns, ends, stopped);
+    await ownership!.release();
   };
   const rebuilds = superviseRebuild({
     what: 'compactor windows',
@@ -148,6 +181,14 @@ export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compa
     else
       logger.info({ namespace, reason }, 'compactor state absent: building it from the start of the topics');
     void rebuilds.run(reason);
+  };
+
+  /** Rebuilds when the windows' epoch is no longer the one this instance writes under. */
+  const checkEpoch = async (): Promise<void> => {
+    if (rebuilds.running || stopped() || epoch === null) return;
+    const now = await store!.lifecycle.epoch();
+    if (now === epoch || rebuilds.running || epoch === null) return;
+    rebuild(now === null ? 'the windows epoch is gone' : 'another compactor is rebuilding the windows');
   };
 
   return {
@@ -180,7 +221,10 @@ export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compa
       });
       const history = new SessionHistory(bus);
       sessions = history;
-      const lost = (await store.lifecycle.epoch()) === null;
+      ownership = new RebuildOwnership(store.lifecycle, (error) =>
+        logger.warn({ err: error }, 'renewing the windows rebuild lock failed; it may lapse'),
+      );
+      epoch = await store.lifecycle.epoch();
       producer = await bus.producer();
       engine = new CompactionEngine({
         policyFor: policies.policyFor,
@@ -200,7 +244,7 @@ export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compa
           return records.map((r) => ({ turn: r.value, partition: r.raw.partition, offset: r.raw.offset }));
         },
       });
-      if (lost) {
+      if (epoch === null) {
         // A new namespace (first start, new policy or generation) or a lost Redis: the state is built
         // from the start of the topics, whatever the groups had committed before (and whatever a batch
         // of an earlier epoch left in Redis). Not ready until it has.
@@ -209,6 +253,11 @@ export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compa
         turns = turnsConsumer(bus);
         await turns.run();
       }
+      // An instance with nothing to consume would never notice a loss that another's rebuild must reset
+      // the group for; a failed check (Redis away) is retried at the next.
+      epochCheck = setInterval(() => {
+        checkEpoch().catch((error: unknown) => logger.debug({ err: error }, 'windows epoch check failed'));
+      }, config.EPOCH_CHECK_MS);
       phase = 'running';
       logger.info(
         {
@@ -224,7 +273,9 @@ export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compa
     async stop() {
       if (stopped()) return;
       phase = 'draining';
+      if (epochCheck !== null) clearInterval(epochCheck);
       await rebuilds.stop();
+      await ownership?.release();
       await turns?.stop();
       await sessions?.close();
       await bus?.disconnect();

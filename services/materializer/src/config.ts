@@ -7,8 +7,6 @@ export const materializerConfigSchema = z
     ...commonConfig,
     /** Its own consumer group on turns.l0. Default: `<TOPIC_PREFIX>tidemark-materializer` (groups are cluster-wide: see groupNamed). */
     MATERIALIZER_GROUP_ID: z.string().min(1).optional(),
-    /** How often it checks that the projection still has its epoch (a FLUSHALL does not disconnect). */
-    EPOCH_CHECK_MS: z.coerce.number().int().positive().default(1_000),
     /**
      * A rebuild is caught up once it reached the end offsets taken at its start, or once no batch came for
      * this long after joining (the end may be a transaction marker no record reaches).
