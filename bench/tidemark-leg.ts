@@ -12,6 +12,7 @@ import type { LegResult } from './report.js';
 import { ended, said, type ProcessMode } from './children.js';
 import { commandCounts, commandsPerTurn, describeCommands } from './redis-commands.js';
 import { epoch } from './stages.js';
+import { validatorPhaseLines } from './validator-phases.js';
 import { offer } from './workload.js';
 
 export interface TidemarkLegOptions {
@@ -119,6 +120,7 @@ export async function tidemarkLeg(
     const commands = commandsPerTurn(commandsBefore, await commandCounts(config.REDIS_URL), total);
     if (pending > 0) throw new Error(`${pending} sessions did not settle within 10 minutes`);
     const { report } = await reported;
+    const phases = validatorPhaseLines(await services.validatorMetrics());
     const turnsPerSecond = (total / (last - first)) * 1000;
     return {
       turnsPerSecond,
@@ -130,6 +132,7 @@ export async function tidemarkLeg(
         `whole pipeline: ${turnsPerSecond.toFixed(0)} turns/s (${total} turns settled in ${seconds(last - first)} s; published in ${seconds(published - first)} s)`,
         describeCommands(commands),
         ...report.lines,
+        ...phases,
       ],
     };
   } finally {
@@ -141,6 +144,8 @@ export async function tidemarkLeg(
 
 interface Services {
   readonly watched: readonly Watched[];
+  /** The Prometheus text of every validator (for where the validation latency goes). */
+  validatorMetrics(): Promise<string[]>;
   stop(): Promise<void>;
 }
 
@@ -148,7 +153,11 @@ interface Services {
 async function oneProcess(env: Env): Promise<Services> {
   const pipeline = await startPipeline({ env, logger: createLogger('bench', 'error'), port: 0 });
   await waitUntilReady(pipeline.host);
-  return { watched: [], stop: () => pipeline.stop() };
+  return {
+    watched: [],
+    validatorMetrics: async () => [await pipeline.host.metrics.metrics()],
+    stop: () => pipeline.stop(),
+  };
 }
 
 /**
@@ -204,5 +213,20 @@ async function serviceProcesses(
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }
-  return { watched: children.map(({ name, child }) => ({ name, pid: child.pid! })), stop };
+  const validatorMetrics = () =>
+    Promise.all(
+      children
+        .filter(({ name }) => name.startsWith('validator'))
+        .map(({ url }) =>
+          fetch(url.replace(/\/readyz$/, '/metrics')).then(
+            (response) => response.text(),
+            () => '',
+          ),
+        ),
+    );
+  return {
+    watched: children.map(({ name, child }) => ({ name, pid: child.pid! })),
+    validatorMetrics,
+    stop,
+  };
 }

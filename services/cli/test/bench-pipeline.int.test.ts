@@ -55,6 +55,11 @@ describe('bench/pipeline.ts on the real stack', () => {
       expect(
         figures(stdout, 'validation latency (compaction record → first decision record, n=')[0],
       ).toBeGreaterThan(0);
+      // Where the validation latency goes, from the validators' own metrics: batches and compactions per
+      // batch positive; each phase's mean may read 0.0 on a fast path, but all four are printed.
+      expectPositive(stdout, 'validator batches:', { atLeast: 0 });
+      expect(figures(stdout, 'validator batches:')[0]).toBeGreaterThan(0);
+      expect(stdout).toMatch(/mean ms per batch: queued [\d.]+, load [\d.]+, decide [\d.]+, commit [\d.]+;/);
       expectPositive(stdout, 'last decision appended');
       expectPositive(stdout, 'stages caught up (s after the first publish):');
       expect(figures(stdout, 'sessions whose trusted markers differ from the core reference:')).toEqual([0]);

@@ -84,6 +84,7 @@ export async function decideBatch(
   heartbeat: () => Promise<void> = async () => {},
 ): Promise<BatchOutcome> {
   const started = performance.now();
+  const startedAt = Date.now();
   const sessions = groupBySession(inputs);
   const loads = [...sessions.values()].map((s) => ({
     tenantId: s.tenantId,
@@ -92,6 +93,7 @@ export async function decideBatch(
   }));
 
   const { epoch, sessions: loadedSessions } = await loadFrames(deps, loads);
+  const loaded = performance.now();
 
   // What is new, what was already recorded (re-send those exact bytes), what was already published.
   const toDecide = new Map<string, BatchInput[]>();
@@ -117,6 +119,7 @@ export async function decideBatch(
   }
 
   const decided = await decideSessions(deps, sessions, loadedSessions, toDecide);
+  const decidedAt = performance.now();
   await heartbeat(); // the wait may have been long
 
   // Publish in record order: within a session, the order decisions were made in.
@@ -149,7 +152,14 @@ export async function decideBatch(
     }
   }
 
-  deps.metrics.batch((performance.now() - started) / 1000, inputs.length);
+  const appended = inputs.flatMap((input) => (input.appendedAt === null ? [] : [input.appendedAt]));
+  const timing = {
+    queued: appended.length === 0 ? null : (startedAt - Math.min(...appended)) / 1000,
+    load: (loaded - started) / 1000,
+    decide: (decidedAt - loaded) / 1000,
+    commit: (performance.now() - decidedAt) / 1000,
+  };
+  deps.metrics.batch(timing, inputs.length);
   return { published: output.length, decided: decided.byCompaction.size, redelivered };
 }
 

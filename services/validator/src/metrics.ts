@@ -18,7 +18,19 @@ export interface ValidatorMetrics {
   rebuilt(sessions: number): void;
   /** Sessions whose expired frames were restored from the markers topic. */
   restored(sessions: number): void;
-  batch(seconds: number, compactions: number): void;
+  batch(timing: BatchTiming, compactions: number): void;
+}
+
+/** Where one batch's time went, in seconds (what the decision latency is made of). */
+export interface BatchTiming {
+  /** From its oldest compaction's append to the batch's start: fetching, and waiting behind earlier batches. */
+  readonly queued: number | null;
+  /** Loading the frames of its sessions. */
+  readonly load: number;
+  /** Reading the state at its boundaries (waiting for watermarks included) and deciding. */
+  readonly decide: number;
+  /** Recording, publishing and confirming its decisions (write-ahead). */
+  readonly commit: number;
 }
 
 export function validatorMetrics(register: Registry): ValidatorMetrics {
@@ -85,6 +97,13 @@ export function validatorMetrics(register: Registry): ValidatorMetrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers,
   });
+  const phases = new Histogram({
+    name: 'tidemark_validator_batch_phase_seconds',
+    help: 'Where batch time goes: queued (oldest compaction append → batch start), load (frames), decide (state reads and deciding), commit (record, publish, confirm).',
+    labelNames: ['phase'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers,
+  });
   const compactions = new Counter({
     name: 'tidemark_validator_compactions_total',
     help: 'Compaction records consumed.',
@@ -127,8 +146,12 @@ export function validatorMetrics(register: Registry): ValidatorMetrics {
     restored(sessions) {
       restoredSessions.inc(sessions);
     },
-    batch(seconds, count) {
-      batches.observe(seconds);
+    batch(timing, count) {
+      batches.observe(timing.load + timing.decide + timing.commit);
+      if (timing.queued !== null) phases.observe({ phase: 'queued' }, Math.max(0, timing.queued));
+      phases.observe({ phase: 'load' }, timing.load);
+      phases.observe({ phase: 'decide' }, timing.decide);
+      phases.observe({ phase: 'commit' }, timing.commit);
       compactions.inc(count);
     },
   };

@@ -183,5 +183,17 @@ describe('the validator on the observed cases', () => {
       text = await metrics.metrics();
     }
     for (const line of expected) expect(text).toContain(line);
+    // Where the deciding batch's time went: every phase timed once per decided batch, and its
+    // compactions queued through both deferrals (two bounded waits of 300 ms) before it started.
+    const phase = (name: string, of: 'count' | 'sum'): number =>
+      Number(
+        new RegExp(`tidemark_validator_batch_phase_seconds_${of}\\{phase="${name}"\\} (\\S+)`).exec(
+          text,
+        )?.[1] ?? Number.NaN,
+      );
+    const batches = phase('commit', 'count');
+    expect(batches).toBeGreaterThanOrEqual(1);
+    for (const name of ['queued', 'load', 'decide']) expect(phase(name, 'count')).toBe(batches);
+    expect(phase('queued', 'sum')).toBeGreaterThanOrEqual(0.6);
   });
 });
