@@ -7,10 +7,85 @@ import { invalidInput } from './errors.js';
 // does; anything else JSON cannot say the same way everywhere (NaN, bigint, bytes, a Map) is refused.
 
 export function canonicalJson(value: unknown): string {
-  return encode(value, '$');
+  try {
+    return encode(value);
+  } catch (error) {
+    // Refused somewhere: encoded again, the slow way, to say where (or as it always was, if it can be).
+    if (error === refused) return encodeAt(value, '$');
+    throw error;
+  }
 }
 
-function encode(value: unknown, path: string): string {
+/** Thrown by `encode` for what canonical JSON cannot say; `encodeAt` then tells where. */
+const refused = new Error('not canonical JSON');
+
+/**
+ * The encoding, on the hot path (every id, hash and summary size goes through it): appends to one string
+ * and builds no path. Its output is `encodeAt`'s for every value it accepts (a property test holds them
+ * to it); anything doubtful (a hole in an array, an exotic prototype) throws `refused`.
+ */
+function encode(value: unknown): string {
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'number':
+      if (!Number.isFinite(value)) throw refused;
+      return JSON.stringify(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'object': {
+      if (Array.isArray(value)) {
+        let out = '[';
+        for (let index = 0; index < value.length; index++) {
+          if (!(index in value) || value[index] === undefined) throw refused;
+          if (index > 0) out += ',';
+          out += encode(value[index]);
+        }
+        return `${out}]`;
+      }
+      const prototype = Object.getPrototypeOf(value) as unknown;
+      if (prototype !== Object.prototype && prototype !== null) throw refused;
+      const record = value as Record<string, unknown>;
+      const keys = Object.keys(record);
+      // Most objects are built with their keys in order already: sorted only when they are not.
+      for (let index = 1; index < keys.length; index++) {
+        if (keys[index - 1]! > keys[index]!) {
+          keys.sort();
+          break;
+        }
+      }
+      let out = '{';
+      for (const key of keys) {
+        const member = record[key];
+        if (member === undefined) continue;
+        if (out.length > 1) out += ',';
+        out += `${quotedKey(key)}:${encode(member)}`;
+      }
+      return `${out}}`;
+    }
+    case 'bigint':
+    case 'function':
+    case 'symbol':
+    case 'undefined':
+      break;
+  }
+  throw refused;
+}
+
+/** Keys recur (a few dozen field names): each is quoted once. Bounded, in case keys are data. */
+const quotedKeys = new Map<string, string>();
+function quotedKey(key: string): string {
+  let quoted = quotedKeys.get(key);
+  if (quoted === undefined) {
+    quoted = JSON.stringify(key);
+    if (quotedKeys.size < 4_096) quotedKeys.set(key, quoted);
+  }
+  return quoted;
+}
+
+/** The reference encoding, carrying the path of each value so that a refusal can name it. */
+function encodeAt(value: unknown, path: string): string {
   if (value === null) return 'null';
   switch (typeof value) {
     case 'boolean':
@@ -25,7 +100,7 @@ function encode(value: unknown, path: string): string {
       if (Array.isArray(value)) {
         const items = value.map((item: unknown, index) => {
           if (item === undefined) throw invalidInput(`canonical JSON: ${path}[${index}] is undefined`);
-          return encode(item, `${path}[${index}]`);
+          return encodeAt(item, `${path}[${index}]`);
         });
         return `[${items.join(',')}]`;
       }
@@ -37,7 +112,7 @@ function encode(value: unknown, path: string): string {
       const members = Object.keys(record)
         .filter((key) => record[key] !== undefined)
         .sort()
-        .map((key) => `${JSON.stringify(key)}:${encode(record[key], `${path}.${key}`)}`);
+        .map((key) => `${JSON.stringify(key)}:${encodeAt(record[key], `${path}.${key}`)}`);
       return `{${members.join(',')}}`;
     }
     case 'bigint':

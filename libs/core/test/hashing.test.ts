@@ -61,6 +61,10 @@ describe('canonical JSON', () => {
     expect(canonicalJson({ b: 1, B: 2, é: 3, a: 4 })).toBe('{"B":2,"a":4,"b":1,"é":3}');
   });
 
+  it('sorts integer-like keys as text too (JavaScript lists them first, in numeric order)', () => {
+    expect(canonicalJson({ a: 1, 10: 'x', 9: 'y' })).toBe('{"10":"x","9":"y","a":1}');
+  });
+
   it('omits undefined properties, as JSON does', () => {
     expect(canonicalJson({ a: undefined, b: 1 })).toBe('{"b":1}');
   });
@@ -75,6 +79,41 @@ describe('canonical JSON', () => {
     ['a function', () => 1],
   ])('refuses %s', (_name, value) => {
     expect(() => canonicalJson(value)).toThrow(TidemarkCoreError);
+  });
+
+  it('names where a refused value sits', () => {
+    expect(() => canonicalJson({ a: [1, { b: NaN }] })).toThrow(
+      'canonical JSON: $.a[1].b is not a finite number',
+    );
+    expect(() => canonicalJson({ z: [null, undefined] })).toThrow('canonical JSON: $.z[1] is undefined');
+  });
+
+  it('writes what a plain recursive encoding writes, for any JSON value and undefined members', () => {
+    // The definition, written the simplest way: canonicalJson's fast path must agree with it byte for byte.
+    const plain = (value: unknown): string => {
+      if (value === null || typeof value !== 'object') return JSON.stringify(value);
+      if (Array.isArray(value)) return `[${value.map(plain).join(',')}]`;
+      const record = value as Record<string, unknown>;
+      const keys = Object.keys(record).filter((key) => record[key] !== undefined);
+      return `{${keys
+        .sort()
+        .map((key) => `${JSON.stringify(key)}:${plain(record[key])}`)
+        .join(',')}}`;
+    };
+    const withUndefined = fc.letrec((tie) => ({
+      value: fc.oneof(
+        { depthSize: 'small' },
+        fc.jsonValue({ maxDepth: 2 }),
+        fc.array(tie('value')),
+        fc.dictionary(fc.string(), fc.oneof(tie('value'), fc.constant(undefined))),
+      ),
+    })).value;
+    fc.assert(
+      fc.property(withUndefined, (value) => {
+        expect(canonicalJson(value)).toBe(plain(value));
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('round-trips through JSON.parse and does not depend on key insertion order', () => {

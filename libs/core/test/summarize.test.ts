@@ -14,7 +14,7 @@ import {
   type SummaryInput,
   type TurnEvent,
 } from '../src/index.js';
-import { stateBlock } from '../src/summarize/render.js';
+import { clip, stateBlock } from '../src/summarize/render.js';
 import { sessionArb, sessionWithSpanArb } from './arbitraries.js';
 import {
   artifact,
@@ -294,5 +294,39 @@ describe('digests', () => {
       budget: 100,
     };
     expect(() => summarizeStrict(gap)).toThrow(/does not follow/);
+  });
+});
+
+describe('clip', () => {
+  // The definition, the plain way: collapse all of the text, then cut. clip reads only a prefix of a
+  // long text; it must give the same line for any text, whitespace runs and ends included.
+  const plain = (text: string, max: number): string => {
+    const flat = text.replace(/\s+/g, ' ').trim();
+    if (flat.length <= max) return flat;
+    const fits = flat.slice(0, Math.max(1, max - 1));
+    const space = fits.lastIndexOf(' ');
+    return `${(space > max / 2 ? fits.slice(0, space) : fits).trimEnd()}…`;
+  };
+  const texts = fc
+    .array(
+      fc.oneof(fc.constantFrom(' ', '  ', '\n', '\t \n', 'word', 'a', 'é'), fc.string({ maxLength: 6 })),
+      {
+        maxLength: 120,
+      },
+    )
+    .map((parts) => parts.join(''));
+
+  it('cuts a long text as it would cut the whole of it collapsed', () => {
+    fc.assert(
+      fc.property(texts, fc.integer({ min: 1, max: 60 }), (text, max) => {
+        expect(clip(text, max)).toBe(plain(text, max));
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('keeps a text whose whitespace tail would have pushed it past the prefix whole', () => {
+    const text = `${'x'.repeat(10)}${' '.repeat(100)}`;
+    expect(clip(text, 10)).toBe('x'.repeat(10));
   });
 });

@@ -157,11 +157,23 @@ export function fileWritten(name: string, detail: string | null): string | null 
 
 /** Whitespace collapsed; whole up to `max` characters, else cut at the last word that fits, with "…". */
 export function clip(text: string, max: number): string {
+  // Only a prefix can show: a long text (a tool's output, a file) is collapsed a prefix at a time.
+  // Collapsing only shortens, and a prefix collapses to a prefix of the whole's collapse; when that holds
+  // more than `max` characters before any trailing whitespace, the whole does too, and the cut is the same.
+  const prefix = 2 * max + 16;
+  if (text.length > prefix) {
+    const head = text.slice(0, prefix).replace(/\s+/g, ' ').trimStart();
+    if (head.trimEnd().length > max) return cut(head, max);
+  }
   const flat = text.replace(/\s+/g, ' ').trim();
-  if (flat.length <= max) return flat;
-  const cut = flat.slice(0, Math.max(1, max - 1));
-  const space = cut.lastIndexOf(' ');
-  return `${(space > max / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
+  return flat.length <= max ? flat : cut(flat, max);
+}
+
+/** `flat` (longer than `max`) cut at the last word that fits, with "…". */
+function cut(flat: string, max: number): string {
+  const fits = flat.slice(0, Math.max(1, max - 1));
+  const space = fits.lastIndexOf(' ');
+  return `${(space > max / 2 ? fits.slice(0, space) : fits).trimEnd()}…`;
 }
 
 function jsonObject(text: string): Record<string, unknown> | null {
