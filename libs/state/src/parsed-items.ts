@@ -7,15 +7,18 @@ import type { ItemFact } from '@tidemark/core';
 // (short: cheap to hash) and a hit is taken only when the stored JSON is the very same string, so the
 // answer is always the parse of the bytes Redis sent, whatever ids other sessions or deployments use.
 
-/** An item as stored, before the as-of filtering gives it its end. */
-export type StoredItem = Omit<ItemFact, 'end'>;
+/**
+ * An item as stored, open (`end: null`): what a state-at answer holds for every item still open at its
+ * boundary, so the open ones are shared as they are, not copied per query; a closed one is this with its end.
+ */
+type OpenItem = ItemFact & { readonly end: null };
 
 /** Entries per generation: the recent working set of open items across the sessions being decided. */
 const defaultGenerationSize = 10_000;
 
 interface Parsed {
   readonly json: string;
-  readonly item: StoredItem;
+  readonly item: OpenItem;
 }
 
 /**
@@ -32,14 +35,14 @@ export class ParsedItems {
     this.#generationSize = generationSize;
   }
 
-  parse(itemId: string, json: string): StoredItem {
+  parse(itemId: string, json: string): OpenItem {
     const hit = this.#current.get(itemId);
     if (hit !== undefined && hit.json === json) return hit.item;
     const older = this.#previous.get(itemId);
     const parsed =
       older !== undefined && older.json === json
         ? older
-        : { json, item: Object.freeze(JSON.parse(json) as StoredItem) };
+        : { json, item: Object.freeze({ ...(JSON.parse(json) as Omit<ItemFact, 'end'>), end: null }) };
     if (this.#current.size >= this.#generationSize) {
       this.#previous = this.#current;
       this.#current = new Map();

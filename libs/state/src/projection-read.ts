@@ -167,10 +167,11 @@ function itemAsOf(
   toSeq: number,
 ): ItemFact | null {
   if (itemJson === null) return null;
-  const item = parsed.parse(itemId, itemJson);
-  if (item.openedSeq > toSeq) return null;
+  // Open at the boundary: the shared, frozen value itself (most items of most answers).
+  const open = parsed.parse(itemId, itemJson);
+  if (open.openedSeq > toSeq) return null;
   const end = endJson === null ? null : (JSON.parse(endJson) as ItemEnd);
-  return { ...item, end: end !== null && end.seq <= toSeq ? end : null };
+  return end !== null && end.seq <= toSeq ? { ...open, end } : open;
 }
 
 export function readWatermark(raw: unknown[]): Watermark {

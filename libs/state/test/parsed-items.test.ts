@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ParsedItems } from '../src/parsed-items.js';
+import { readStateAt } from '../src/projection-read.js';
 
 const itemJson = (id: string, name = 'run tests') =>
   JSON.stringify({
@@ -13,11 +14,11 @@ const itemJson = (id: string, name = 'run tests') =>
   });
 
 describe('ParsedItems', () => {
-  it('answers an item it has seen with the very value it parsed, equal to parsing it', () => {
+  it('answers an item it has seen with the very value it parsed, equal to parsing it (open)', () => {
     const items = new ParsedItems(4);
     const json = itemJson('i-1');
     const first = items.parse('i-1', json);
-    expect(first).toEqual(JSON.parse(json));
+    expect(first).toEqual({ ...JSON.parse(json), end: null });
     // The same object, not a second parse: the memory is what saves the work. A fresh copy of the same
     // bytes (as each Redis reply brings) is the same item.
     expect(items.parse('i-1', `${json} `.trimEnd())).toBe(first);
@@ -56,5 +57,49 @@ describe('ParsedItems', () => {
     // Long unused, so dropped: parsed again (a new object with the same content).
     expect(again).not.toBe(zero);
     expect(again).toEqual(zero);
+  });
+});
+
+describe('a state-at answer read with ParsedItems', () => {
+  // The script's reply (projection-state-at.lua): applied seq; open ids, items, ends; closed ids, items,
+  // ends; disposition and artifact members; the lookups. Two items open at seq 3, one closed at seq 8.
+  const ended = JSON.stringify({ type: 'closed', outcome: 'ok', detail: null, seq: 8 });
+  const reply = () => [
+    10,
+    ['i-1', 'i-2'],
+    [itemJson('i-1'), itemJson('i-2')],
+    [null, null],
+    ['i-3'],
+    [itemJson('i-3')],
+    [ended],
+    [],
+    [],
+    [],
+    [],
+    [],
+    [],
+  ];
+  const query = {
+    tenantId: 't',
+    sessionId: 's',
+    fromSeq: 1,
+    toSeq: 10,
+    itemIds: [],
+    itemKeys: [],
+    paths: [],
+  };
+
+  it('shares an open item between answers, and gives a closed one its end in a copy of its own', () => {
+    const items = new ParsedItems(8);
+    const first = readStateAt(query, reply(), items);
+    const second = readStateAt(query, reply(), items);
+    expect(first.open.map((item) => item.itemId)).toEqual(['i-1', 'i-2']);
+    expect(second.open[0]).toBe(first.open[0]);
+    expect(first.open[0]).toEqual({ ...JSON.parse(itemJson('i-1')), end: null });
+    expect(first.closed[0]).toEqual({ ...JSON.parse(itemJson('i-3')), end: JSON.parse(ended) as unknown });
+    expect(second.closed[0]).not.toBe(first.closed[0]);
+    // The shared open value of i-3 was not given the end: an answer before seq 8 sees it open.
+    const before = readStateAt({ ...query, toSeq: 7 }, reply(), items);
+    expect(before.closed[0]?.end ?? null).toBeNull();
   });
 });
