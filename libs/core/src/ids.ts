@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { canonicalJson } from './canonical.js';
 import type { Policy, TurnEvent } from './model.js';
 
@@ -11,7 +11,8 @@ import type { Policy, TurnEvent } from './model.js';
  * import (hashing is deterministic and does no I/O).
  */
 export function sha256Hex(input: Uint8Array | string): string {
-  return createHash('sha256').update(input).digest('hex');
+  // One-shot (Node ≥ 20.12): no Hash object per call; every turn the materializer applies is hashed.
+  return hash('sha256', input, 'hex');
 }
 
 export interface CompactionIdentity {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { TurnEvent } from '@tidemark/core';
 import type { Result } from 'ioredis';
 import { luaScript, sessionStoreKey, windowsLayout, type SessionRef } from './keys.js';
@@ -99,7 +99,7 @@ const nodeField = (id: string): string => `n:${id}`;
 
 /** The version a stored window JSON is known by: its SHA-1, as the script computes it. */
 const versionOf = (raw: string | null): string =>
-  raw === null ? '' : createHash('sha1').update(raw, 'utf8').digest('hex');
+  raw === null ? '' : hash('sha1', raw, 'hex');
 
 /** The compactor's windows of one namespace; `W` is the compactor's window, stored as JSON. */
 export class WindowStore<W extends SessionRef> {
