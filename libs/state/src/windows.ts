@@ -98,8 +98,7 @@ const turnField = (seq: number | string): string => `t:${seq}`;
 const nodeField = (id: string): string => `n:${id}`;
 
 /** The version a stored window JSON is known by: its SHA-1, as the script computes it. */
-const versionOf = (raw: string | null): string =>
-  raw === null ? '' : hash('sha1', raw, 'hex');
+const versionOf = (raw: string | null): string => (raw === null ? '' : hash('sha1', raw, 'hex'));
 
 /** The compactor's windows of one namespace; `W` is the compactor's window, stored as JSON. */
 export class WindowStore<W extends SessionRef> {
