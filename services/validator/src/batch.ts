@@ -16,8 +16,8 @@ import type { WaitResult } from './metrics.js';
 import { commitDecisions, loadFrames, type WriteAheadDeps } from './write-ahead.js';
 
 // One fetched batch of compactions (one partition, offset order) becomes its decisions:
-//   1. load the frames of the batch's sessions and what the store knows of its compactions (1 round trip)
-//   2. read every session's watermark and the state at every boundary, together (pipelined by the
+//   1. load the frames of the batch's sessions and what the store knows of its compactions, and
+//   2. read every session's watermark and the state at every boundary, all together (pipelined by the
 //      client into one round trip); sessions whose boundaries are not all covered then wait, bounded,
 //      until their watermark covers the furthest boundary the batch needs, and are read again
 //   4. decide in order, session by session (core's session decider: decide, then evolve)
@@ -92,7 +92,11 @@ export async function decideBatch(
     compactionIds: [...new Set(s.inputs.map((i) => i.node.compactionId))],
   }));
 
-  const { epoch, sessions: loadedSessions } = await loadFrames(deps, loads);
+  // The frames and the state at every boundary are independent reads: sent together, one round trip.
+  const [{ epoch, sessions: loadedSessions }, read] = await Promise.all([
+    loadFrames(deps, loads),
+    readBoundaries(deps, sessions),
+  ]);
   const loaded = performance.now();
 
   // What is new, what was already recorded (re-send those exact bytes), what was already published.
@@ -118,7 +122,7 @@ export async function decideBatch(
     if (fresh.length > 0) toDecide.set(key, fresh);
   }
 
-  const decided = await decideSessions(deps, sessions, loadedSessions, toDecide);
+  const decided = await decideSessions(deps, sessions, loadedSessions, toDecide, read);
   const decidedAt = performance.now();
   await heartbeat(); // the wait may have been long
 
@@ -168,32 +172,28 @@ async function decideSessions(
   sessions: ReadonlyMap<string, SessionWork>,
   loaded: ReadonlyMap<string, LoadedSession>,
   toDecide: ReadonlyMap<string, BatchInput[]>,
+  read: ReadonlyMap<string, BoundaryReads>,
 ): Promise<{ byCompaction: Map<string, readonly MarkerDecision[]>; writes: FrameWrite[] }> {
   const byCompaction = new Map<string, readonly MarkerDecision[]>();
   const writes: FrameWrite[] = [];
   if (toDecide.size === 0) return { byCompaction, writes };
 
-  // 2+3, fast path: every session's watermark and every boundary's state, read together (the client
-  // pipelines them into one round trip). A boundary is decided on what was read when the state's own
-  // watermark (read atomically with it) covers it and no broken mark lies at or before it.
+  // Fast path: a boundary is decided on what readBoundaries read when the state's own watermark (read
+  // atomically with it) covers it and no broken mark lies at or before it.
   const states = new Map<string, StateAtBoundary>();
   const lagging = new Map<string, BatchInput[]>();
-  await Promise.all(
-    [...toDecide].map(async ([key, inputs]) => {
-      const { tenantId, sessionId } = sessions.get(key)!;
-      const [watermark, read] = await Promise.all([
-        deps.projection.watermark(tenantId, sessionId),
-        Promise.all(inputs.map(({ node }) => deps.projection.stateAt(boundaryQuery(node)))),
-      ]);
-      const limit = coveredBy(watermark);
-      if (inputs.every(({ node }, i) => node.span.toSeq <= Math.min(limit, read[i]!.appliedSeq))) {
-        inputs.forEach(({ node }, i) => states.set(node.compactionId, read[i]!));
-        deps.metrics.waited('immediate', 0);
-      } else {
-        lagging.set(key, inputs);
-      }
-    }),
-  );
+  for (const [key, inputs] of toDecide) {
+    const { watermark, states: at } = read.get(key)!;
+    const limit = coveredBy(watermark);
+    if (
+      inputs.every(({ node }) => node.span.toSeq <= Math.min(limit, at.get(node.compactionId)!.appliedSeq))
+    ) {
+      for (const { node } of inputs) states.set(node.compactionId, at.get(node.compactionId)!);
+      deps.metrics.waited('immediate', 0);
+    } else {
+      lagging.set(key, inputs);
+    }
+  }
 
   // 2. Slow path: the watermark each lagging session must reach, waited for concurrently, bounded.
   const waitStarted = performance.now();
@@ -278,6 +278,35 @@ async function decideSessions(
     writes.push({ tenantId, sessionId, guard: session.frame.guard, state, decided });
   }
   return { byCompaction, writes };
+}
+
+/** A session's watermark and the state at each of its batch's boundaries (by compaction id), read together. */
+interface BoundaryReads {
+  readonly watermark: { appliedSeq: number; broken: { seq: number } | null };
+  readonly states: ReadonlyMap<string, StateAtBoundary>;
+}
+
+/**
+ * 2+3 of the batch, fast path: every session's watermark and the state at every boundary of the batch,
+ * read together (the client pipelines them, and the frames' load, into one round trip). A compaction
+ * that turns out to be a redelivery was read for nothing: rare, and cheaper than a round trip more.
+ */
+async function readBoundaries(
+  deps: BatchDeps,
+  sessions: ReadonlyMap<string, SessionWork>,
+): Promise<Map<string, BoundaryReads>> {
+  const reads = await Promise.all(
+    [...sessions].map(async ([key, { tenantId, sessionId, inputs }]) => {
+      const nodes = [...new Map(inputs.map(({ node }) => [node.compactionId, node])).values()];
+      const [watermark, states] = await Promise.all([
+        deps.projection.watermark(tenantId, sessionId),
+        Promise.all(nodes.map((node) => deps.projection.stateAt(boundaryQuery(node)))),
+      ]);
+      const byId = new Map(nodes.map((node, i) => [node.compactionId, states[i]!]));
+      return [key, { watermark, states: byId }] as const;
+    }),
+  );
+  return new Map(reads);
 }
 
 /**
