@@ -22,7 +22,7 @@ import { commitDecisions, loadFrames, type WriteAheadDeps } from './write-ahead.
 //      until their watermark covers the furthest boundary the batch needs, and are read again
 //   4. decide in order, session by session (core's session decider: decide, then evolve)
 //   5. record the decisions and new frames, write-ahead (1 round trip)
-//   6. publish them, in order, in one send; 7. confirm them published (1 round trip)
+//   6. publish them, in order, in one send; 7. confirm them published (sent, not waited for)
 // and then the consumer commits the batch's offsets. A crash before 5 decides again from the same
 // frames; after 5, a redelivery re-publishes the recorded bytes (consumers dedupe by markerId); after
 // 7 it publishes nothing. So a compaction delivered twice yields one decision, and none is ever

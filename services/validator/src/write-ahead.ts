@@ -13,8 +13,8 @@ import type { ValidatorMetrics } from './metrics.js';
 // The two ends of every decision the validator makes, a compaction's or a revocation's: load the frames
 // of a batch's sessions (rebuilding a lost store, restoring expired sessions first), and commit the
 // decisions write-ahead — record them with the new frames, publish them in one send, confirm them
-// published. A crash before the record decides again from the same frames; after it, a redelivery
-// re-publishes the recorded bytes; after the confirmation it publishes nothing.
+// published (sent, not waited for). A crash before the record decides again from the same frames;
+// after it, a redelivery re-publishes the recorded bytes; after the confirmation it publishes nothing.
 
 export interface WriteAheadDeps {
   readonly frames: Pick<FrameStore, 'load' | 'record' | 'confirm'>;
@@ -72,8 +72,8 @@ export async function loadFrames(
 }
 
 /**
- * Records the decisions with the sessions' new frames, publishes them in one send, and confirms them
- * published; a refused record (another validator moved a session, or Redis lost the store) publishes
+ * Records the decisions with the sessions' new frames, publishes them in one send, and sends their
+ * confirmation (not waited for); a refused record (another validator moved a session, or Redis lost the store) publishes
  * nothing and throws for a redelivery.
  */
 export async function commitDecisions(
@@ -96,9 +96,20 @@ export async function commitDecisions(
     await deps.publish(output);
     for (const decision of output) deps.metrics.decided(decision);
   }
-  const unconfirmed = await deps.frames.confirm(epoch, confirmations);
-  if (unconfirmed.length > 0) {
-    // Published but not marked: the store was lost meanwhile. The rebuild reads them back from the topic.
-    deps.logger.warn({ sessions: unconfirmed }, 'published decisions could not be confirmed');
-  }
+  // Not waited for: until the confirmation lands, the decisions are recorded and unconfirmed, the state a
+  // crash right after the publish leaves, in which a redelivery re-sends the same bytes (consumers dedupe
+  // by markerId). So it is one round trip off every batch's path. Sent now, it goes before the next
+  // batch's reads on the same connection (and a stop's QUIT waits for it).
+  void deps.frames.confirm(epoch, confirmations).then(
+    (unconfirmed) => {
+      // Published but not marked: the store was lost meanwhile. The rebuild reads them back from the topic.
+      if (unconfirmed.length > 0)
+        deps.logger.warn({ sessions: unconfirmed }, 'published decisions could not be confirmed');
+    },
+    (error: unknown) =>
+      deps.logger.warn(
+        { err: error },
+        'confirming published decisions failed: a redelivery would re-send them, the same bytes',
+      ),
+  );
 }

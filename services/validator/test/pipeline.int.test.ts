@@ -223,7 +223,8 @@ describe('the validator over generated sessions', () => {
     await frames.restore('before-crash', []);
     const first = run.compactions.slice(0, 2);
 
-    // The decisions reach the broker; the validator dies before it marks them published.
+    // The decisions reach the broker; the validator dies before it marks them published (the
+    // confirmation is not waited for: the batch returns, and the store keeps them pending).
     const crashed = decideBatch(
       {
         frames: {
@@ -240,7 +241,13 @@ describe('the validator over generated sessions', () => {
       },
       first.map((node) => ({ node, appendedAt: null })),
     );
-    await expect(crashed).rejects.toThrow('SIGKILL');
+    await expect(crashed).resolves.toMatchObject({ decided: 2 });
+    const pending = await frames.load([{ ...first[0]!, compactionIds: [first[0]!.compactionId] }]);
+    expect(
+      pending.ok && pending.sessions.get(sessionKeyOf(first[0]!))?.decided.get(first[0]!.compactionId),
+    ).toMatchObject({
+      status: 'pending',
+    });
     const before = await h.waitForMarkers(prefixDecisions(run, 2).length);
 
     await h.startValidator();
