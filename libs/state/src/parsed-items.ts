@@ -3,9 +3,11 @@ import type { ItemFact } from '@tidemark/core';
 // Every state-at reply brings back all of a session's open items as JSON: the same strings, query after
 // query (an item's JSON never changes once it is opened), and an open set grows with the session.
 // Parsing them again each time was the validator's largest cost (its CPU profile: 14% in itemAsOf). A
-// string seen recently is answered with the value parsed from it before. The memory is keyed by item id
-// (short: cheap to hash) and a hit is taken only when the stored JSON is the very same string, so the
-// answer is always the parse of the bytes Redis sent, whatever ids other sessions or deployments use.
+// string seen recently is answered with the value parsed from it before. The memory is keyed by session
+// and item id — item ids repeat across sessions (a runtime's `call-1` is in every one), and keyed by the
+// id alone, 200 sessions made nearly every lookup find another session's item (a bench run: 628 hits,
+// 79,057 misses) — and a hit is taken only when the stored JSON is the very same string, so the answer
+// is always the parse of the bytes Redis sent, whatever ids other sessions or deployments use.
 
 /**
  * An item as stored, open (`end: null`): what a state-at answer holds for every item still open at its
@@ -35,10 +37,12 @@ export class ParsedItems {
     this.#generationSize = generationSize;
   }
 
-  parse(itemId: string, json: string): OpenItem {
-    const hit = this.#current.get(itemId);
+  /** `session`: core's sessionKey (it holds one `/`, so `session/itemId` names one pair). */
+  parse(session: string, itemId: string, json: string): OpenItem {
+    const key = `${session}/${itemId}`;
+    const hit = this.#current.get(key);
     if (hit !== undefined && hit.json === json) return hit.item;
-    const older = this.#previous.get(itemId);
+    const older = this.#previous.get(key);
     const parsed =
       older !== undefined && older.json === json
         ? older
@@ -47,7 +51,7 @@ export class ParsedItems {
       this.#previous = this.#current;
       this.#current = new Map();
     }
-    this.#current.set(itemId, parsed);
+    this.#current.set(key, parsed);
     return parsed.item;
   }
 

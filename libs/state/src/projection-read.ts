@@ -1,5 +1,6 @@
 import {
   compareText,
+  sessionKey,
   TidemarkCoreError,
   type ArtifactFact,
   type BoundaryQuery,
@@ -71,6 +72,7 @@ export function stateAtArgs(prefix: string, query: BoundaryQuery): (string | num
 /** A projection-state-at.lua reply read into core's StateAtBoundary for the query. */
 export function readStateAt(query: BoundaryQuery, reply: unknown, parsed: ParsedItems): StateAtBoundary {
   const { fromSeq, toSeq } = query;
+  const session = sessionKey(query.tenantId, query.sessionId);
   const [
     applied,
     openIds,
@@ -103,12 +105,12 @@ export function readStateAt(query: BoundaryQuery, reply: unknown, parsed: Parsed
 
   const open: ItemFact[] = [];
   openIds.forEach((id, i) => {
-    const fact = itemAsOf(parsed, id, openItems[i] ?? null, openEnds[i] ?? null, toSeq);
+    const fact = itemAsOf(parsed, session, id, openItems[i] ?? null, openEnds[i] ?? null, toSeq);
     if (fact !== null && fact.end === null) open.push(fact);
   });
   const closed: ItemFact[] = [];
   closedIds.forEach((id, i) => {
-    const fact = itemAsOf(parsed, id, closedItems[i] ?? null, closedEnds[i] ?? null, toSeq);
+    const fact = itemAsOf(parsed, session, id, closedItems[i] ?? null, closedEnds[i] ?? null, toSeq);
     if (fact !== null) closed.push(fact);
   });
   // Members come in (seq, index) order: the last one per key is the latest inside the span.
@@ -125,7 +127,7 @@ export function readStateAt(query: BoundaryQuery, reply: unknown, parsed: Parsed
 
   const items = new Map<string, ItemFact>();
   query.itemIds.forEach((id, i) => {
-    const fact = itemAsOf(parsed, id, lookupItems[i] ?? null, lookupEnds[i] ?? null, toSeq);
+    const fact = itemAsOf(parsed, session, id, lookupItems[i] ?? null, lookupEnds[i] ?? null, toSeq);
     if (fact !== null) items.set(id, fact);
   });
   const dispositions = new Map<string, DispositionFact>();
@@ -161,6 +163,7 @@ type Nullable = string | null;
 
 function itemAsOf(
   parsed: ParsedItems,
+  session: string,
   itemId: string,
   itemJson: Nullable,
   endJson: Nullable,
@@ -168,7 +171,7 @@ function itemAsOf(
 ): ItemFact | null {
   if (itemJson === null) return null;
   // Open at the boundary: the shared, frozen value itself (most items of most answers).
-  const open = parsed.parse(itemId, itemJson);
+  const open = parsed.parse(session, itemId, itemJson);
   if (open.openedSeq > toSeq) return null;
   const end = endJson === null ? null : (JSON.parse(endJson) as ItemEnd);
   return end !== null && end.seq <= toSeq ? { ...open, end } : open;

@@ -17,26 +17,37 @@ describe('ParsedItems', () => {
   it('answers an item it has seen with the very value it parsed, equal to parsing it (open)', () => {
     const items = new ParsedItems(4);
     const json = itemJson('i-1');
-    const first = items.parse('i-1', json);
+    const first = items.parse('t/s', 'i-1', json);
     expect(first).toEqual({ ...JSON.parse(json), end: null });
     // The same object, not a second parse: the memory is what saves the work. A fresh copy of the same
     // bytes (as each Redis reply brings) is the same item.
-    expect(items.parse('i-1', `${json} `.trimEnd())).toBe(first);
+    expect(items.parse('t/s', 'i-1', `${json} `.trimEnd())).toBe(first);
   });
 
   it('never answers for different bytes under the same id: the bytes Redis sent decide', () => {
     const items = new ParsedItems(4);
-    const before = items.parse('i-1', itemJson('i-1', 'first'));
+    const before = items.parse('t/s', 'i-1', itemJson('i-1', 'first'));
     // Another deployment (or a rebuilt store) may hold other JSON under the same id.
-    const after = items.parse('i-1', itemJson('i-1', 'second'));
+    const after = items.parse('t/s', 'i-1', itemJson('i-1', 'second'));
     expect(after.name).toBe('second');
     expect(before.name).toBe('first');
-    expect(items.parse('i-1', itemJson('i-1', 'first')).name).toBe('first');
+    expect(items.parse('t/s', 'i-1', itemJson('i-1', 'first')).name).toBe('first');
+  });
+
+  it('keeps the items of two sessions that use one id apart: each is a hit when seen again', () => {
+    // Item ids repeat across sessions (a runtime's `call-1` is in every one). Keyed by the id alone,
+    // sessions interleaved evicted each other's entry on every query, and nearly every lookup parsed.
+    const items = new ParsedItems(8);
+    const a = items.parse('t/a', 'call-1', itemJson('call-1', 'build'));
+    const b = items.parse('t/b', 'call-1', itemJson('call-1', 'deploy'));
+    expect(items.parse('t/a', 'call-1', itemJson('call-1', 'build'))).toBe(a);
+    expect(items.parse('t/b', 'call-1', itemJson('call-1', 'deploy'))).toBe(b);
+    expect([a.name, b.name]).toEqual(['build', 'deploy']);
   });
 
   it('freezes what it shares, so no caller can change another caller’s answer', () => {
     const items = new ParsedItems(4);
-    const value = items.parse('i-1', itemJson('i-1'));
+    const value = items.parse('t/s', 'i-1', itemJson('i-1'));
     expect(Object.isFrozen(value)).toBe(true);
     expect(() => {
       (value as { openedSeq: number }).openedSeq = 9;
@@ -45,15 +56,15 @@ describe('ParsedItems', () => {
 
   it('holds at most two generations, keeping what is still in use', () => {
     const items = new ParsedItems(3);
-    const kept = items.parse('kept', itemJson('kept'));
-    const zero = items.parse('n-0', itemJson('n-0'));
+    const kept = items.parse('t/s', 'kept', itemJson('kept'));
+    const zero = items.parse('t/s', 'n-0', itemJson('n-0'));
     for (let i = 1; i < 50; i++) {
-      items.parse(`n-${i}`, itemJson(`n-${i}`));
+      items.parse('t/s', `n-${i}`, itemJson(`n-${i}`));
       // In use every round: a hit in the previous generation moves it forward, so it is never dropped.
-      expect(items.parse('kept', itemJson('kept'))).toBe(kept);
+      expect(items.parse('t/s', 'kept', itemJson('kept'))).toBe(kept);
       expect(items.size).toBeLessThanOrEqual(6);
     }
-    const again = items.parse('n-0', itemJson('n-0'));
+    const again = items.parse('t/s', 'n-0', itemJson('n-0'));
     // Long unused, so dropped: parsed again (a new object with the same content).
     expect(again).not.toBe(zero);
     expect(again).toEqual(zero);
