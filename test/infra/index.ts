@@ -10,6 +10,7 @@ export { LocalKafka } from './local-kafka.js';
 export { LocalRedis } from './local-redis.js';
 export { LocalRedisCluster } from './local-redis-cluster.js';
 export { freePort } from './ports.js';
+export { untilReady } from './instances.js';
 export { startFaultProxy, type FaultProxy } from './fault-proxy.js';
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';

@@ -1,7 +1,8 @@
 import { definePolicy, generateSession, runReference, type TurnEvent } from '@tidemark/core';
 import { createLogger, Registry } from '@tidemark/service';
+import { untilReady } from '@tidemark/test-infra';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { create as createCompactor, type Compactor } from '../src/compactor.js';
+import { create as createCompactor } from '../src/compactor.js';
 import { collectCompactions, distinct, hasIds, stage } from './harness.js';
 
 // Two compactors of one deployment share the group and the windows. When Redis loses the windows, the
@@ -12,16 +13,6 @@ import { collectCompactions, distinct, hasIds, stage } from './harness.js';
 // epoch.
 
 const logger = createLogger('compactor-test', 'warn');
-
-async function untilReady(instances: readonly Compactor[], timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (instances.some((c) => c.state !== 'ready')) {
-    if (Date.now() > deadline) {
-      throw new Error(`not ready after ${timeoutMs} ms: ${instances.map((c) => c.state).join(', ')}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 describe('two compactors of one group', () => {
   it('both get ready again after Redis loses the windows, and publish the reference compactions', async () => {

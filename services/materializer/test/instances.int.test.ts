@@ -1,22 +1,12 @@
 import { generateSession, type TurnEvent } from '@tidemark/core';
+import { untilReady } from '@tidemark/test-infra';
 import { describe, expect, it } from 'vitest';
-import type { Materializer } from '../src/materializer.js';
 import { expectedWatermarks, expectMatchesFold, harness } from './harness.js';
 
 // Two materializers of one deployment share the group and the projection. Each used to rebuild on its
 // own: every rebuild's new epoch made the other's start over, and the group's offsets cannot be reset
 // while the other is a member, so on a fresh deployment (and after a Redis loss) neither was ever
 // ready. One rebuilds under the projection's rebuild lock; the other waits and runs on its epoch.
-
-async function untilReady(instances: readonly Materializer[], timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (instances.some((m) => m.state !== 'ready')) {
-    if (Date.now() > deadline) {
-      throw new Error(`not ready after ${timeoutMs} ms: ${instances.map((m) => m.state).join(', ')}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 describe('two materializers of one group', () => {
   it('both get ready on a fresh deployment and after the projection is lost, on one fold', async () => {
