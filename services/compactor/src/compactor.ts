@@ -71,6 +71,8 @@ export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compa
   let ownership: RebuildOwnership | null = null;
   /** The windows' epoch this instance writes under; null until it has one (at start, in a rebuild). */
   let epoch: string | null = null;
+  /** The epoch the last rebuild replaced (what a waiting instance must not take for a rebuilt one). */
+  let replaced: string | null = null;
   let epochCheck: NodeJS.Timeout | null = null;
   let phase: ServicePhase = 'idle';
   const stopped = (): boolean => phase === 'draining' || phase === 'stopped';
@@ -123,7 +125,9 @@ export function create(config: CompactorConfig, deps: CompactorDeps = {}): Compa
    * noticed late started a second rebuild whose group reset waited for good on the first's consumer.
    */
   const replayFromStart = async (reason: string, attempt: number): Promise<void> => {
-    const lost = epoch;
+    // Kept across a failed attempt's retries: the epoch this rebuild replaces is never one to run on.
+    if (epoch !== null) replaced = epoch;
+    const lost = replaced;
     epoch = null;
     await turns?.stop();
     turns = null;
