@@ -17,14 +17,10 @@ import type { StoreLifecycle } from './store-lifecycle.js';
 const rebuildLockMs = 30_000;
 
 /** What to do once the turn came: rebuild (this instance holds the lock), or run on a whole store. */
-export type RebuildTurn = { readonly rebuild: true } | { readonly rebuild: false; readonly epoch: string };
+type RebuildTurn = { readonly rebuild: true } | { readonly rebuild: false; readonly epoch: string };
 
-/**
- * Whether the store is whole now, rebuilt by another instance: its epoch, or null. `held`: whether this
- * instance holds the lock (a store whose epoch is set before its replay is over can only tell once the
- * rebuilder let go).
- */
-export type WholeStore = (held: boolean) => Promise<string | null>;
+/** The epoch of a store another instance rebuilt, ready to run on; null while there is none. */
+type WholeStore = () => Promise<string | null>;
 
 export class RebuildOwnership {
   readonly #lifecycle: StoreLifecycle;
@@ -50,7 +46,7 @@ export class RebuildOwnership {
         (await lifecycle.renewLock(this.#owner, this.#ttlMs)) ||
         (await lifecycle.lock(this.#owner, this.#ttlMs));
       this.#held = held;
-      const epoch = await whole(held);
+      const epoch = await whole();
       if (epoch !== null) {
         await this.release();
         return { rebuild: false, epoch };

@@ -25,11 +25,11 @@ export interface ValidatorMetrics {
 export interface BatchTiming {
   /** From its oldest compaction's append to the batch's start: fetching, and waiting behind earlier batches. */
   readonly queued: number | null;
-  /** Loading the frames of its sessions. */
+  /** Loading the frames of its sessions and reading the state at its boundaries (one round trip). */
   readonly load: number;
-  /** Reading the state at its boundaries (waiting for watermarks included) and deciding. */
+  /** Waiting for the watermarks of lagging sessions (and reading again), and deciding. */
   readonly decide: number;
-  /** Recording, publishing and confirming its decisions (write-ahead). */
+  /** Recording and publishing its decisions (write-ahead; the confirmation is sent, not waited for). */
   readonly commit: number;
 }
 
@@ -99,7 +99,7 @@ export function validatorMetrics(register: Registry): ValidatorMetrics {
   });
   const phases = new Histogram({
     name: 'tidemark_validator_batch_phase_seconds',
-    help: 'Where batch time goes: queued (oldest compaction append → batch start), load (frames), decide (state reads and deciding), commit (record, publish, confirm).',
+    help: 'Where batch time goes: queued (oldest compaction append → batch start), load (frames and boundary states, read together), decide (watermark waits, deciding), commit (record, publish).',
     labelNames: ['phase'] as const,
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers,

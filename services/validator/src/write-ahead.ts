@@ -73,8 +73,8 @@ export async function loadFrames(
 
 /**
  * Records the decisions with the sessions' new frames, publishes them in one send, and sends their
- * confirmation (not waited for); a refused record (another validator moved a session, or Redis lost the store) publishes
- * nothing and throws for a redelivery.
+ * confirmation (not waited for); a refused record (another validator moved a session, or Redis lost
+ * the store) publishes nothing and throws for a redelivery.
  */
 export async function commitDecisions(
   deps: WriteAheadDeps,
