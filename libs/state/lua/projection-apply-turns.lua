@@ -27,6 +27,8 @@
   KEYS[11] skipped  hash  seq -> the skipped-change triples of that turn (for its redeliveries)
   KEYS[12] parked   hash  seq -> "<content hash>|<partition:offset>[|r]": turns that came before the turn
                           they follow (r: told to the caller for re-publishing)
+  KEYS[13] endedopen zset itemId scored by openedSeq, for the ended items: a boundary read tells the
+                          items open at its boundary from those opened after it without fetching them
 
   ARGV[1]  how many turns a session may park (a later one past its watermark is a seq_gap refusal)
   ARGV, then per turn, in order:
@@ -143,11 +145,12 @@ local function applyTurn(seqText, hashArg, position, first, last)
   -- written last. The common case costs one read per change: is the item open now (ZSCORE open).
   local openedHere = {}
   local endedHere = {}
-  local function isOpen(id)
+  -- The seq an item open now was opened at (as text), or nil when it is not open.
+  local function openedSeqOf(id)
     if endedHere[id] then
-      return false
+      return nil
     end
-    return openedHere[id] or redis.call('ZSCORE', KEYS[5], id) ~= false
+    return openedHere[id] or redis.call('ZSCORE', KEYS[5], id) or nil
   end
 
   local writes = {}
@@ -166,13 +169,14 @@ local function applyTurn(seqText, hashArg, position, first, last)
       if redis.call('HSETNX', KEYS[3], a, b) == 0 then
         skip(index, 'duplicate_item')
       else
-        openedHere[a] = true
+        openedHere[a] = seqText
         writes[#writes + 1] = {'O', a}
       end
     elseif op == 'C' then
-      if isOpen(a) then
+      local openedSeq = openedSeqOf(a)
+      if openedSeq then
         endedHere[a] = seq
-        writes[#writes + 1] = {'C', a, b}
+        writes[#writes + 1] = {'C', a, b, openedSeq}
       elseif endedHere[a] then
         skip(index, 'item_not_open', endedHere[a])
       elseif redis.call('HEXISTS', KEYS[3], a) == 0 then
@@ -182,9 +186,10 @@ local function applyTurn(seqText, hashArg, position, first, last)
       end
     elseif op == 'D' then
       writes[#writes + 1] = {'D', c, d}
-      if isOpen(a) then
+      local openedSeq = openedSeqOf(a)
+      if openedSeq then
         endedHere[a] = seq
-        writes[#writes + 1] = {'E', a, b}
+        writes[#writes + 1] = {'E', a, b, openedSeq}
       end
     elseif op == 'A' then
       writes[#writes + 1] = {'A', c, d}
@@ -202,6 +207,7 @@ local function applyTurn(seqText, hashArg, position, first, last)
       redis.call('HSET', KEYS[4], w[2], w[3])
       redis.call('ZREM', KEYS[5], w[2])
       redis.call('ZADD', KEYS[6], seqText, w[2])
+      redis.call('ZADD', KEYS[13], w[4], w[2])
     elseif kind == 'D' then
       redis.call('ZADD', KEYS[7], seqText, w[2])
       redis.call('ZADD', KEYS[8], 0, w[3])

@@ -1,11 +1,12 @@
 --[[
   projection-state-at: reads what a BoundaryQuery needs from one session's projection, in one step
   (a consistent snapshot), at a cost of O(items in the span + items ended after the boundary +
-  looked-up ids), never O(history). The caller assembles the StateAtBoundary (as-of filtering,
+  looked-up ids), never O(history). Of the items ended after the boundary only those opened by it are
+  fetched: a reader far behind the materializer would otherwise fetch every item opened since. The caller assembles the StateAtBoundary (as-of filtering,
   latest per key, sorting); this script only fetches.
 
   KEYS[1]  turns    KEYS[2] items   KEYS[3] ends    KEYS[4] open    KEYS[5] ended
-  KEYS[6]  disp     KEYS[7] dispkey KEYS[8] art     KEYS[9] artkey
+  KEYS[6]  disp     KEYS[7] dispkey KEYS[8] art     KEYS[9] artkey  KEYS[10] endedopen
   (the layout of projection-apply-turns; the watermark is the number of turns applied, HLEN turns)
 
   ARGV[1]  fromSeq
@@ -22,18 +23,38 @@
              lookupDisp, lookupArt }               -- per key / path, the latest member at or before toSeq
 ]]
 local fromSeq, toSeq = ARGV[1], ARGV[2]
+local lastSeq = tonumber(toSeq)
 
-local function mget(key, ids)
+-- A multi-key read in chunks: unpack's stack holds a few thousand values, a session may hold more.
+local chunk = 1000
+local function each(command, key, ids)
   if #ids == 0 then
     return {}
+  elseif #ids <= chunk then
+    return redis.call(command, key, unpack(ids))
   end
-  return redis.call('HMGET', key, unpack(ids))
+  local found = {}
+  for first = 1, #ids, chunk do
+    local part = redis.call(command, key, unpack(ids, first, math.min(#ids, first + chunk - 1)))
+    for i = 1, #part do
+      found[first + i - 1] = part[i]
+    end
+  end
+  return found
+end
+local function mget(key, ids)
+  return each('HMGET', key, ids)
 end
 
 local openIds = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', toSeq)
 local endedAfter = redis.call('ZRANGEBYSCORE', KEYS[5], '(' .. toSeq, '+inf')
-for _, id in ipairs(endedAfter) do
-  openIds[#openIds + 1] = id
+local openedAt = each('ZMSCORE', KEYS[10], endedAfter)
+for i, id in ipairs(endedAfter) do
+  -- No score (a store not written by this layout): fetched, and the caller's as-of filter decides.
+  local opened = openedAt[i]
+  if not opened or tonumber(opened) <= lastSeq then
+    openIds[#openIds + 1] = id
+  end
 end
 -- Closed inside the span: the items ended there whose end is a close (not a disposition).
 local closedIds, closedEnds = {}, {}

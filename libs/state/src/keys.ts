@@ -6,7 +6,7 @@ import { sessionKey } from '@tidemark/core';
 // every store) share a Redis Cluster slot and one Lua script may touch them all atomically.
 //
 //   store        lifecycle (epoch, lock)                 session keys
-//   projection   proj:epoch:5, proj:lock                 proj:{t/s}:<part>, proj:stalled (below)
+//   projection   proj:epoch:6, proj:lock                 proj:{t/s}:<part>, proj:stalled (below)
 //   frames       frames:epoch:4, frames:lock             frame:{t/s}, decided:{t/s}, frame-seen:{t/s}
 //   plans        resume:epoch:4, resume:rebuild-lock     resume:{t/s}, resume-nodes:{t/s}, resume-ctx:{t/s},
 //                                                        resume-seen:{t/s}
@@ -20,7 +20,9 @@ import { sessionKey } from '@tidemark/core';
 // hash per session holds the window, its turns and its nodes. Projection 4:
 // early turns are parked (`parked`), a stall is meta's `stalledAt`, and a turn's position is in `turns`
 // with its content hash (no `pos`). Projection 5: the watermark is HLEN turns (no `meta.applied`), and a
-// close is told from a disposition by its end (no `closed`).
+// close is told from a disposition by its end (no `closed`). Projection 6: an ended item's openedSeq
+// is indexed (`endedopen`), so a boundary read long after it (a reader behind the materializer) fetches
+// only the items open at the boundary, not every item opened and ended since.
 
 /** A session's key in a store: `<prefix><store>:{tenant/session}`. */
 export function sessionStoreKey(prefix: string, store: string, ref: SessionRef): string {
@@ -52,8 +54,8 @@ export interface StoreLayout {
 const layoutVersion = 4;
 /** The windows' own: 5 since one hash per session holds the window, its turns and its nodes. */
 const windowsLayoutVersion = 5;
-/** The projection's own: 5 since the watermark is the count of turns applied (see the top of this file). */
-const projectionLayoutVersion = 5;
+/** The projection's own: 6 since ended items are indexed by openedSeq (see the top of this file). */
+const projectionLayoutVersion = 6;
 
 export const projectionLayout = (prefix: string): StoreLayout => ({
   epochKey: `${prefix}proj:epoch:${projectionLayoutVersion}`,
@@ -84,7 +86,7 @@ export const windowsLayout = (prefix: string, namespace: string): StoreLayout =>
 
 // The projection's keys, in full:
 //
-//   <prefix>proj:epoch:5                   string  the projection's epoch; absent = lost, never built or older
+//   <prefix>proj:epoch:6                   string  the projection's epoch; absent = lost, never built or older
 //   <prefix>proj:rebuilding                string  JSON {epoch, reason, since}: a rebuild is under way
 //   <prefix>proj:stalled                   zset    the session's meta key by since (ms): stalled sessions
 //   <prefix>proj:{tenant/session}:meta     hash    brokenSeq, brokenReason, brokenAt, parked (count),
@@ -95,6 +97,7 @@ export const windowsLayout = (prefix: string, namespace: string): StoreLayout =>
 //   <prefix>proj:{tenant/session}:ends     hash    itemId -> end JSON
 //   <prefix>proj:{tenant/session}:open     zset    itemId by openedSeq (open now)
 //   <prefix>proj:{tenant/session}:ended    zset    itemId by end seq
+//   <prefix>proj:{tenant/session}:endedopen zset   itemId by openedSeq, for the ended items only (below)
 //   <prefix>proj:{tenant/session}:disp     zset    "<index>|<fact>" by seq (dispositions in a span)
 //   <prefix>proj:{tenant/session}:dispkey  zset    lexicographic "<key prefix><seq><index>|<fact>" (latest per key)
 //   <prefix>proj:{tenant/session}:art      zset    as disp, for artifacts
@@ -116,6 +119,7 @@ const sessionParts = [
   'artkey',
   'skipped',
   'parked',
+  'endedopen',
 ] as const;
 
 /** projection-state-at.lua's KEYS: what a boundary's state is read from, and turns for the watermark. */

@@ -132,8 +132,8 @@ export class Projection {
     this.#pollMaxMs = options.pollMaxMs ?? 25;
     this.#maxParked = options.maxParkedTurns ?? defaultMaxParkedTurns;
     // defineCommand keeps one script per name and connection; loading it again is harmless.
-    redis.defineCommand('tidemarkProjectionApply', { numberOfKeys: 12, lua: scripts.apply });
-    redis.defineCommand('tidemarkProjectionStateAt', { numberOfKeys: 9, lua: scripts.stateAt });
+    redis.defineCommand('tidemarkProjectionApply', { numberOfKeys: 13, lua: scripts.apply });
+    redis.defineCommand('tidemarkProjectionStateAt', { numberOfKeys: 10, lua: scripts.stateAt });
     redis.defineCommand('tidemarkProjectionWatermark', { numberOfKeys: 2, lua: scripts.watermark });
     redis.defineCommand('tidemarkProjectionMarkBroken', { numberOfKeys: 3, lua: scripts.markBroken });
   }

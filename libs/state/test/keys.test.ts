@@ -96,7 +96,7 @@ describe('projection keys', () => {
     const all = layouts.flatMap((l) => [l.epochKey, l.lockKey, ...l.statePatterns]);
     expect(new Set(all).size).toBe(all.length);
     expect(layouts.map((l) => l.epochKey)).toEqual([
-      'p:proj:epoch:5',
+      'p:proj:epoch:6',
       'p:frames:epoch:4',
       'p:resume:epoch:4',
       'p:cmp:g1:x:epoch:5',

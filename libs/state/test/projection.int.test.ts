@@ -11,6 +11,7 @@ import { redisClient } from '@tidemark/test-infra';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Projection, type PositionedTurn } from '../src/index.js';
+import { stateAtArgs } from '../src/projection-read.js';
 
 // The projection against the oracle: core's SessionFold over the same turns. Every outcome of every
 // apply, and stateAt at many boundaries, spans and claimed lookups, must deep-equal the fold's.
@@ -249,6 +250,89 @@ describe('Projection', () => {
     const outcomes = await store.applyBatch(positioned(turns));
     expect(outcomes.map((o) => o.result)).toEqual(results);
     await expectSameState(store, fold, turns, random, 30);
+  });
+
+  it('reads a boundary far behind the watermark without fetching the items opened after it', async () => {
+    // A reader behind the materializer (a lagging compactor or validator, a replay) asks for an early
+    // boundary: the items opened and ended since are none of its business, and used to be most of the reply.
+    const { projection: store, redis, prefix } = projection();
+    const turns = generateSession(7, { turns: 400, sessionId: 'far-behind', activity: 0.8 });
+    const { fold } = foldTurns('tenant-a', 'far-behind', turns);
+    await store.applyBatch(positioned(turns));
+    const { ids } = vocabulary(turns);
+    const all = fold.stateAt({ ...query(1, 400), itemIds: ids });
+    const openedAt = new Map([...all.lookup.items].map(([id, item]) => [id, item.openedSeq]));
+    const raw = redis as unknown as {
+      tidemarkProjectionStateAt(...args: (string | number)[]): Promise<unknown[]>;
+    };
+    for (const toSeq of [20, 60, 150]) {
+      const openedLater = [...openedAt].filter(([, seq]) => seq > toSeq).map(([id]) => id);
+      const endedLater = [...all.lookup.items.values()].filter(
+        (item) => item.openedSeq > toSeq && item.end !== null,
+      );
+      expect(endedLater.length, `items opened and ended after ${toSeq}`).toBeGreaterThan(10);
+      const reply = await raw.tidemarkProjectionStateAt(...stateAtArgs(prefix, query(1, toSeq)));
+      const fetched = reply[1] as string[];
+      expect(
+        fetched.filter((id) => openedLater.includes(id)),
+        `fetched for a boundary at ${toSeq}`,
+      ).toEqual([]);
+      expect(await store.stateAt(query(1, toSeq))).toEqual(fold.stateAt(query(1, toSeq)));
+    }
+
+    function query(fromSeq: number, toSeq: number): BoundaryQuery {
+      return {
+        tenantId: 'tenant-a',
+        sessionId: 'far-behind',
+        fromSeq,
+        toSeq,
+        itemIds: [],
+        itemKeys: [],
+        paths: [],
+      };
+    }
+  });
+
+  it('answers a boundary with thousands of items open at it (read in chunks: a script call takes a few thousand arguments)', async () => {
+    const { projection: store } = projection();
+    const base = generateSession(5, { turns: 180, sessionId: 'crowded' });
+    const id = (seq: number, i: number) => `item-${seq}-${i}`;
+    const turns = base.map((turn): TurnEvent => {
+      const changes: StateChange[] = Array.from({ length: 100 }, (_, i) =>
+        turn.seq <= 90
+          ? {
+              type: 'item_opened',
+              itemId: id(turn.seq, i),
+              kind: 'tool_call',
+              name: 'n',
+              detail: null,
+              handle: null,
+              logPath: null,
+            }
+          : { type: 'item_closed', itemId: id(turn.seq - 90, i), outcome: 'ok', detail: null },
+      );
+      return { ...turn, changes };
+    });
+    const { fold } = foldTurns('tenant-a', 'crowded', turns);
+    await store.applyBatch(positioned(turns));
+    for (const [fromSeq, toSeq] of [
+      [1, 90],
+      [80, 120],
+      [100, 180],
+    ] as const) {
+      const query: BoundaryQuery = {
+        tenantId: 'tenant-a',
+        sessionId: 'crowded',
+        fromSeq,
+        toSeq,
+        itemIds: [],
+        itemKeys: [],
+        paths: [],
+      };
+      const expected = fold.stateAt(query);
+      expect(expected.open.length + expected.closed.length, `${fromSeq}..${toSeq}`).toBeGreaterThan(2_000);
+      expect(await store.stateAt(query), `${fromSeq}..${toSeq}`).toEqual(expected);
+    }
   });
 
   it('keeps sessions apart when one batch interleaves several', async () => {
