@@ -70,9 +70,16 @@ export interface L0ReaderOptions {
   readonly kafka: Kafka;
   /** Decodes a turns.l0 record (registry framing included); null for one that is not a valid turn. */
   readonly decode: (record: L0Record) => Promise<TurnEvent | null>;
-  /** Bytes per fetch (default 4 MiB): a 1,000-turn span of ~1 KiB turns is one fetch. */
+  /** Bytes per fetch at most (default 4 MiB): a 1,000-turn span of ~1 KiB turns is one fetch. */
   readonly fetchBytes?: number;
+  /** Told the records of every fetch: kafkajs decodes each one, wanted or not (a read's amplification). */
+  readonly onFetch?: (records: number) => void;
 }
+
+/** The smallest fetch asked for: a few records of any size, in one round trip. */
+const minFetchBytes = 16 * 1024;
+/** A record's bytes on the wire beyond its key and value (length, varints, timestamp and offset deltas). */
+const recordOverheadBytes = 16;
 
 /**
  * The decoding every consumer applies to a turns.l0 record (registry framing, schema resolution,
@@ -108,11 +115,15 @@ export class L0Reader {
   readonly #fetchBytes: number;
   #cluster: Promise<Cluster> | null = null;
   readonly #topics = new Set<string>();
+  /** The mean bytes of a record of the last fetch: how much a span of offsets is asked for. */
+  #recordBytes = 1024;
+  readonly #onFetch: ((records: number) => void) | undefined;
 
   constructor(options: L0ReaderOptions) {
     this.#kafka = options.kafka;
     this.#decode = options.decode;
     this.#fetchBytes = options.fetchBytes ?? 4 * 1024 * 1024;
+    this.#onFetch = options.onFetch;
   }
 
   #connect(): Promise<Cluster> {
@@ -144,8 +155,12 @@ export class L0Reader {
    * One Fetch of a partition at an offset, straight from its leader: the records at or after the
    * offset (a fetch answers from the start of the record batch holding it), control records included.
    * Empty at the end of the partition. The bare cost the benchmark compares a raw resume with.
+   * `upTo`, the last offset the caller wants: the fetch asks for about that many records' bytes, not
+   * the reader's bound. kafkajs decodes every record a fetch returns, so a resume reading the last few
+   * turns of a busy partition would otherwise decode megabytes of other sessions' turns after them.
    */
-  async fetchAt(topic: string, partition: number, offset: number): Promise<L0Message[]> {
+  async fetchAt(topic: string, partition: number, offset: number, upTo?: number): Promise<L0Message[]> {
+    const maxBytes = this.#bytesFor(upTo === undefined ? Infinity : upTo - offset + 1);
     const cluster = await this.#connect();
     for (let refresh = false; ; refresh = true) {
       const broker = await this.#leader(cluster, topic, partition, refresh);
@@ -156,10 +171,8 @@ export class L0Reader {
           isolationLevel: READ_COMMITTED,
           maxWaitTime: 0,
           minBytes: 1,
-          maxBytes: this.#fetchBytes,
-          topics: [
-            { topic, partitions: [{ partition, fetchOffset: String(offset), maxBytes: this.#fetchBytes }] },
-          ],
+          maxBytes,
+          topics: [{ topic, partitions: [{ partition, fetchOffset: String(offset), maxBytes }] }],
         });
       } catch (error) {
         // kafkajs throws a partition's error code as an error of that type (maybe wrapped). Out of range:
@@ -172,8 +185,29 @@ export class L0Reader {
       }
       const data = response.responses[0]?.partitions[0];
       if (data === undefined) throw new Error(`no fetch response for ${topic}[${partition}]`);
+      this.#observe(data.messages);
       return data.messages.filter((message) => Number(message.offset) >= offset);
     }
+  }
+
+  /**
+   * The bytes to ask for `records` offsets: a quarter over the last fetch's mean record, within the reader's
+   * bounds. Asking too little costs another round trip (a fetch returns at least the first record batch
+   * whole, so a read always moves on); too much, decoding records nobody wanted.
+   */
+  #bytesFor(records: number): number {
+    const wanted = Math.ceil(records * this.#recordBytes * 1.25);
+    return Math.min(this.#fetchBytes, Math.max(minFetchBytes, wanted));
+  }
+
+  #observe(messages: readonly L0Message[]): void {
+    this.#onFetch?.(messages.length);
+    if (messages.length === 0) return;
+    let bytes = 0;
+    for (const message of messages) {
+      bytes += (message.key?.length ?? 0) + (message.value?.length ?? 0) + recordOverheadBytes;
+    }
+    this.#recordBytes = bytes / messages.length;
   }
 
   /**
@@ -186,7 +220,7 @@ export class L0Reader {
     offset: number;
     key: string;
   }): Promise<number | null> {
-    const messages = await this.fetchAt(at.topic, at.partition, at.offset);
+    const messages = await this.fetchAt(at.topic, at.partition, at.offset, at.offset);
     const message = messages.find((m) => Number(m.offset) === at.offset);
     if (message === undefined || message.isControlRecord === true) return null;
     if (message.key?.toString('utf8') !== at.key) return null;
@@ -207,7 +241,7 @@ export class L0Reader {
     toOffset: number,
   ): AsyncGenerator<L0Record> {
     for (let offset = fromOffset; offset <= toOffset;) {
-      const messages = await this.fetchAt(topic, partition, offset);
+      const messages = await this.fetchAt(topic, partition, offset, toOffset);
       // Nothing at or past the offset: the end of the partition.
       if (messages.length === 0) return;
       for (const message of messages) {
@@ -245,7 +279,7 @@ export class L0Reader {
     const found = new Map<number, TurnEvent | null>();
     const wanted = [...new Set(offsets)].sort((a, b) => a - b);
     for (let i = 0; i < wanted.length;) {
-      const messages = await this.fetchAt(topic, partition, wanted[i]!);
+      const messages = await this.fetchAt(topic, partition, wanted[i]!, wanted.at(-1));
       const past = messages.length === 0 ? Infinity : Number(messages.at(-1)!.offset);
       for (const message of messages) {
         const at = Number(message.offset);

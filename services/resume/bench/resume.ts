@@ -6,7 +6,8 @@
 //   BENCH_DIGEST_RUNS=2000 BENCH_RAW_RUNS=200 … to change the sample sizes.
 //
 // Setup: two sessions interleaved in one turns.l0 partition (so a raw read skips the other session's
-// records, as it would in production), materialized with the Projection, compacted by core's reference,
+// records, as it would in production), then a third session's 3,000 turns after them (the traffic that
+// follows a session's last turn in a busy partition: a read of its tail must not decode it), materialized with the Projection, compacted by core's reference,
 // the reference's compactions and decisions published; the resume service (worker + HTTP) is started and
 // read through its library and its HTTP API.
 import { randomUUID } from 'node:crypto';
@@ -102,6 +103,7 @@ async function main(): Promise<void> {
     interleaved.push(rawTurns[i]!);
     if (i % 5 === 0 && digestTurns[i / 5] !== undefined) interleaved.push(digestTurns[i / 5]!);
   }
+  interleaved.push(...generateSession(3, { tenantId, sessionId: 'later', turns: 3000 }));
   for (let i = 0; i < interleaved.length; i += 500)
     await producer.send('turns', interleaved.slice(i, i + 500));
 
@@ -188,7 +190,7 @@ async function main(): Promise<void> {
   const rawTo = positions.get('raw')!.get(1000)!;
   const bareFetch = await measure(rawRuns, async () => {
     for (let offset = rawFrom; offset <= rawTo;) {
-      const messages = await reader.fetchAt(topics.turns, 0, offset);
+      const messages = await reader.fetchAt(topics.turns, 0, offset, rawTo);
       if (messages.length === 0) break;
       offset = Number(messages.at(-1)!.offset) + 1;
     }
@@ -229,7 +231,7 @@ async function main(): Promise<void> {
   console.log(row(`raw, HTTP, cold: 1,000-turn span (n=${rawRuns})`, rawHttp, bareFetch));
   console.log(row(`raw, library, warm context cache (n=${rawRuns})`, rawWarm, bareFetch));
   console.log(
-    `(raw span: turns 1..1000 over ${span} offsets of turns.l0, interleaved with another session; target: digest p99 ≤ 10 ms)`,
+    `(raw span: turns 1..1000 over ${span} offsets of turns.l0, interleaved with another session and followed by a third's 3,000 turns; target: digest p99 ≤ 10 ms)`,
   );
 
   recordFigures('resume', {

@@ -65,6 +65,8 @@ export interface SessionLog {
     readonly broken?: { readonly seq: number; readonly reason: string } | null;
     /** Set while the session waits for the turn at expectedSeq (see the projection's Watermark). */
     readonly stalled?: Stall | null;
+    /** Where the turn at appliedSeq is in turns.l0 (the projection's Watermark); where a raw read stops. */
+    readonly offsets?: { readonly partition: number; readonly offset: number } | null;
   }>;
   l0Position(
     tenantId: string,
@@ -196,8 +198,14 @@ export function createResumeClientFrom(deps: ResumeClientDeps): ResumeClientHand
         topic: deps.turnsTopic,
         partition: start.partition,
         fromOffset: start.offset,
-        // Read forward until the last applied seq is found (or the end of the partition).
-        toOffset: Number.MAX_SAFE_INTEGER,
+        // Up to the watermark's turn, which the projection places: the turns a session applied sit at
+        // rising offsets (an early turn applies from the copy re-published after the one it waited for),
+        // so none is past it, and the partition's later traffic is not fetched. Without a position on
+        // this partition: forward until the last applied seq is found (or the end of the partition).
+        toOffset:
+          watermark.offsets?.partition === start.partition
+            ? watermark.offsets.offset
+            : Number.MAX_SAFE_INTEGER,
         key: sessionKey(tenantId, sessionId),
         fromSeq: plan.rawFromSeq,
         toSeq: rawToSeq,

@@ -80,9 +80,11 @@ export function createResumeClient(options: ResumeClientOptions): ResumeLibraryC
     prefix,
     retentionMs: options.stateRetentionMs ?? defaultStateRetentionMs,
   });
+  const metrics = options.metrics === undefined ? undefined : resumeMetrics(options.metrics);
   const reader = new L0Reader({
     kafka,
     decode: turnDecoder(registry, maxEventBytes),
+    ...(metrics === undefined ? {} : { onFetch: (records: number) => metrics.l0Records.inc(records) }),
     ...(options.fetchBytes === undefined ? {} : { fetchBytes: options.fetchBytes }),
   });
   const expired = new ExpiredPlans(plans, history);
@@ -98,7 +100,7 @@ export function createResumeClient(options: ResumeClientOptions): ResumeLibraryC
     log,
     turns: reader,
     turnsTopic: topics.turns,
-    ...(options.metrics === undefined ? {} : { metrics: resumeMetrics(options.metrics) }),
+    ...(metrics === undefined ? {} : { metrics }),
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.divergenceChecks === undefined ? {} : { divergenceChecks: options.divergenceChecks }),
     ...(options.contextCacheBytes === undefined ? {} : { contextCacheBytes: options.contextCacheBytes }),

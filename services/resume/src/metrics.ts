@@ -6,6 +6,7 @@ export interface ResumeMetrics {
   readonly latency: Histogram<'mode'>;
   readonly divergenceChecks: Counter<'result'>;
   readonly rawTurns: Histogram<'mode'>;
+  readonly l0Records: Counter;
   readonly decisions: Counter<'type'>;
   readonly nodes: Counter;
   readonly conflicts: Counter<'reason'>;
@@ -52,6 +53,11 @@ export function resumeMetrics(registry: Registry): ResumeMetrics {
       help: 'Raw turns read from turns.l0 per resume, by mode.',
       labelNames: ['mode'],
       buckets: [0, 1, 10, 40, 100, 400, 1000, 4000, 10000],
+      registers,
+    }),
+    l0Records: new Counter({
+      name: 'tidemark_resume_l0_records_fetched_total',
+      help: 'turns.l0 records fetched to read raw turns (each decoded, the session’s or not): against tidemark_resume_raw_turns, the reads’ amplification.',
       registers,
     }),
     decisions: new Counter({

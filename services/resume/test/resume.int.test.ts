@@ -61,6 +61,22 @@ describe('the resume service against the real stack', () => {
     expect(metrics).toMatch(/tidemark_resume_context_cache_total\{result="hit"\} 2/);
     expect(metrics).toMatch(/tidemark_resume_consumer_lag \d+/);
     expect(metrics).not.toMatch(/tidemark_resume_divergence_checks_total\{result="mismatch"\}/);
+
+    // Traffic after the session's last turn in its partition: a resume reads up to the watermark's turn
+    // and asks for about that much, so it does not fetch (and decode) the 400 records after it.
+    await world.publishTurns(generateSession(23, { tenantId, sessionId: 'later', turns: 400 }));
+    const fetched = async () =>
+      Number(/tidemark_resume_l0_records_fetched_total (\d+)/.exec(await two.host.metrics.metrics())?.[1]);
+    const before = await fetched();
+    for (let i = 0; i < 10; i += 1) {
+      expect((await getResume(two.url, tenantId, 'digest-1')).body.contextHash).toBe(expected.contextHash);
+    }
+    const perResume = ((await fetched()) - before) / 10;
+    expect(
+      perResume,
+      'records fetched per resume (the partition holds 107, then 400 more)',
+    ).toBeGreaterThanOrEqual(7);
+    expect(perResume).toBeLessThan(200);
   });
 
   it('resumes a session whose newest marker is invalid in raw mode from the right checkpoint, with no part of the distrusted node', async () => {
