@@ -1,8 +1,9 @@
 --[[
   projection-state-at: reads what a BoundaryQuery needs from one session's projection, in one step
-  (a consistent snapshot), at a cost of O(items in the span + items ended after the boundary +
-  looked-up ids), never O(history). Of the items ended after the boundary only those opened by it are
-  fetched: a reader far behind the materializer would otherwise fetch every item opened since. The caller assembles the StateAtBoundary (as-of filtering,
+  (a consistent snapshot), at a cost of O(items in the span + the fewer of the items ended after the
+  boundary and the ended items opened by it + looked-up ids), never O(history). Of the items ended after the boundary only those opened by it are
+  fetched (a reader far behind the materializer would otherwise fetch every item opened since), and
+  they are found from whichever index has fewer candidates (below). The caller assembles the StateAtBoundary (as-of filtering,
   latest per key, sorting); this script only fetches.
 
   KEYS[1]  turns    KEYS[2] items   KEYS[3] ends    KEYS[4] open    KEYS[5] ended
@@ -47,14 +48,29 @@ local function mget(key, ids)
 end
 
 local openIds = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', toSeq)
-local endedAfter = redis.call('ZRANGEBYSCORE', KEYS[5], '(' .. toSeq, '+inf')
-local openedAt = each('ZMSCORE', KEYS[10], endedAfter)
-for i, id in ipairs(endedAfter) do
-  -- No score (a store not written by this layout): fetched, and the caller's as-of filter decides.
-  local opened = openedAt[i]
-  if not opened or tonumber(opened) <= lastSeq then
-    openIds[#openIds + 1] = id
+-- The items open at the boundary that have ended since: opened by toSeq and ended after it. Either index
+-- finds them, filtered by the other (both are written by the same step, projection-apply-turns): the
+-- one with fewer candidates is read, the items ended after the boundary for a reader close behind the
+-- materializer, the ended items opened by the boundary for one far behind it.
+local function addWhere(ids, scores, keep)
+  for i, id in ipairs(ids) do
+    local score = scores[i]
+    if score and keep(tonumber(score)) then
+      openIds[#openIds + 1] = id
+    end
   end
+end
+local after = '(' .. toSeq
+if redis.call('ZCOUNT', KEYS[5], after, '+inf') <= redis.call('ZCOUNT', KEYS[10], '-inf', toSeq) then
+  local endedAfter = redis.call('ZRANGEBYSCORE', KEYS[5], after, '+inf')
+  addWhere(endedAfter, each('ZMSCORE', KEYS[10], endedAfter), function(opened)
+    return opened <= lastSeq
+  end)
+else
+  local openedBy = redis.call('ZRANGEBYSCORE', KEYS[10], '-inf', toSeq)
+  addWhere(openedBy, each('ZMSCORE', KEYS[5], openedBy), function(ended)
+    return ended > lastSeq
+  end)
 end
 -- Closed inside the span: the items ended there whose end is a close (not a disposition).
 local closedIds, closedEnds = {}, {}
