@@ -1,10 +1,10 @@
 --[[
   projection-state-at: reads what a BoundaryQuery needs from one session's projection, in one step
   (a consistent snapshot), at a cost of O(items in the span + the fewer of the items ended after the
-  boundary and the ended items opened by it + looked-up ids), never O(history). Of the items ended after the boundary only those opened by it are
-  fetched (a reader far behind the materializer would otherwise fetch every item opened since), and
-  they are found from whichever index has fewer candidates (below). The caller assembles the StateAtBoundary (as-of filtering,
-  latest per key, sorting); this script only fetches.
+  boundary and the ended items opened by it + looked-up ids), never O(history). Of the items ended
+  after the boundary only those opened by it are fetched (a reader far behind the materializer would
+  otherwise fetch every item opened since). The caller assembles the StateAtBoundary (as-of
+  filtering, latest per key, sorting); this script only fetches.
 
   KEYS[1]  turns    KEYS[2] items   KEYS[3] ends    KEYS[4] open    KEYS[5] ended
   KEYS[6]  disp     KEYS[7] dispkey KEYS[8] art     KEYS[9] artkey  KEYS[10] endedopen
