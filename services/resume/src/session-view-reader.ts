@@ -108,13 +108,18 @@ export function createSessionViewReader(deps: SessionViewDeps) {
     cache.turns = kept[0]?.seq === fromSeq ? kept : [];
     const start = (cache.turns.at(-1)?.seq ?? fromSeq - 1) + 1;
     if (start > appliedSeq) return;
-    const position = await deps.log.l0Position(ref.tenantId, ref.sessionId, start);
+    // From the first turn wanted to the last, both where the projection placed them (as a resume reads
+    // its raw tail: the partition's later traffic is not fetched).
+    const [position, last] = await Promise.all([
+      deps.log.l0Position(ref.tenantId, ref.sessionId, start),
+      deps.log.l0Position(ref.tenantId, ref.sessionId, appliedSeq),
+    ]);
     if (position === null) return;
     const turns = await deps.turns.read({
       topic: deps.turnsTopic,
       partition: position.partition,
       fromOffset: position.offset,
-      toOffset: Number.MAX_SAFE_INTEGER,
+      toOffset: last?.partition === position.partition ? last.offset : Number.MAX_SAFE_INTEGER,
       key: sessionKey(ref.tenantId, ref.sessionId),
       fromSeq: start,
       toSeq: appliedSeq,

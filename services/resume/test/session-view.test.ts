@@ -1,6 +1,8 @@
 import type { Compaction, MarkerDecision, RegressionDetected, TurnEvent } from '@tidemark/core';
 import { describe, expect, it } from 'vitest';
 import type { SessionStatus } from '../src/outcomes.js';
+import type { L0Span } from '@tidemark/contract';
+import { createSessionViewReader } from '../src/session-view-reader.js';
 import { assembleSessionView, turnRowOf } from '../src/session-view.js';
 
 const ref = { tenantId: 't', sessionId: 's' };
@@ -188,5 +190,27 @@ describe('the session view', () => {
         priorSeq: 3,
       },
     ]);
+  });
+
+  it('reads its turns from the first wanted to the last applied, both where the projection placed them', async () => {
+    // Over in-memory stand-ins for the status, the topics and the projection (the real ones are the
+    // e2e session page's): what matters here is the span asked of turns.l0.
+    const spans: L0Span[] = [];
+    const reader = createSessionViewReader({
+      status: () => Promise.resolve({ ok: true, status }),
+      history: { read: () => Promise.resolve({ partition: 0, records: [], end: 0 }) },
+      log: { l0Position: (_t, _s, seq) => Promise.resolve({ partition: 0, offset: 100 + 3 * seq }) },
+      turns: {
+        read: (span) => {
+          spans.push(span);
+          return Promise.resolve(turns.filter((t) => t.seq >= span.fromSeq && t.seq <= span.toSeq));
+        },
+      },
+      turnsTopic: 'turns.l0',
+    });
+    const outcome = await reader.view(ref.tenantId, ref.sessionId);
+    expect(outcome.ok).toBe(true);
+    // Not to the partition's end: the traffic after the session's last turn is not fetched.
+    expect(spans).toMatchObject([{ fromSeq: 1, toSeq: 6, fromOffset: 103, toOffset: 118 }]);
   });
 });
