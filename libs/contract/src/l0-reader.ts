@@ -78,6 +78,8 @@ export interface L0ReaderOptions {
 
 /** The smallest fetch asked for: a few records of any size, in one round trip. */
 const minFetchBytes = 16 * 1024;
+/** A record's bytes assumed before a topic's first fetch says (a SessionHistory reads several topics). */
+const firstRecordBytes = 1024;
 /** A record's bytes on the wire beyond its key and value (length, varints, timestamp and offset deltas). */
 const recordOverheadBytes = 16;
 
@@ -115,8 +117,8 @@ export class L0Reader {
   readonly #fetchBytes: number;
   #cluster: Promise<Cluster> | null = null;
   readonly #topics = new Set<string>();
-  /** The mean bytes of a record of the last fetch: how much a span of offsets is asked for. */
-  #recordBytes = 1024;
+  /** Per topic, the mean bytes of a record of its last fetch: how much a span of offsets is asked for. */
+  readonly #recordBytes = new Map<string, number>();
   readonly #onFetch: ((records: number) => void) | undefined;
 
   constructor(options: L0ReaderOptions) {
@@ -160,7 +162,7 @@ export class L0Reader {
    * turns of a busy partition would otherwise decode megabytes of other sessions' turns after them.
    */
   async fetchAt(topic: string, partition: number, offset: number, upTo?: number): Promise<L0Message[]> {
-    const maxBytes = this.#bytesFor(upTo === undefined ? Infinity : upTo - offset + 1);
+    const maxBytes = this.#bytesFor(topic, upTo === undefined ? Infinity : upTo - offset + 1);
     const cluster = await this.#connect();
     for (let refresh = false; ; refresh = true) {
       const broker = await this.#leader(cluster, topic, partition, refresh);
@@ -185,29 +187,29 @@ export class L0Reader {
       }
       const data = response.responses[0]?.partitions[0];
       if (data === undefined) throw new Error(`no fetch response for ${topic}[${partition}]`);
-      this.#observe(data.messages);
+      this.#observe(topic, data.messages);
       return data.messages.filter((message) => Number(message.offset) >= offset);
     }
   }
 
   /**
-   * The bytes to ask for `records` offsets: a quarter over the last fetch's mean record, within the reader's
+   * The bytes to ask for `records` offsets: a quarter over the topic's last mean record, within the reader's
    * bounds. Asking too little costs another round trip (a fetch returns at least the first record batch
    * whole, so a read always moves on); too much, decoding records nobody wanted.
    */
-  #bytesFor(records: number): number {
-    const wanted = Math.ceil(records * this.#recordBytes * 1.25);
+  #bytesFor(topic: string, records: number): number {
+    const wanted = Math.ceil(records * (this.#recordBytes.get(topic) ?? firstRecordBytes) * 1.25);
     return Math.min(this.#fetchBytes, Math.max(minFetchBytes, wanted));
   }
 
-  #observe(messages: readonly L0Message[]): void {
+  #observe(topic: string, messages: readonly L0Message[]): void {
     this.#onFetch?.(messages.length);
     if (messages.length === 0) return;
     let bytes = 0;
     for (const message of messages) {
       bytes += (message.key?.length ?? 0) + (message.value?.length ?? 0) + recordOverheadBytes;
     }
-    this.#recordBytes = bytes / messages.length;
+    this.#recordBytes.set(topic, bytes / messages.length);
   }
 
   /**

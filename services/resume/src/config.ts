@@ -53,7 +53,7 @@ export const resumeConfigSchema = z
       .default(32 * 1024 * 1024),
     /** How often a worker checks that the resume store still exists (it rebuilds it from the topics if not). */
     RESUME_EPOCH_CHECK_MS: z.coerce.number().int().positive().default(1_000),
-    /** Bytes per turns.l0 fetch when reading a raw span. */
+    /** Bytes per turns.l0 fetch when reading a raw span, at most (a fetch asks for about the span it needs). */
     RESUME_FETCH_BYTES: z.coerce
       .number()
       .int()
