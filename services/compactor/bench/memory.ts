@@ -72,10 +72,17 @@ async function produce(): Promise<void> {
     for (let i = 0; i < round.length; i += 2_000) await producer.send('turns', round.slice(i, i + 2_000));
   }
   await bus.disconnect();
-  process.stdout.write(`${heldBytes}\n`);
+  process.stdout.write(`held-bytes ${heldBytes}\n`);
 }
 
 async function measure(): Promise<void> {
+  // A long run shows its progress: every 10 s, on stderr, the step it is at.
+  const started = performance.now();
+  let step = 'connecting to Kafka and the registry';
+  const progress = setInterval(() => {
+    const seconds = ((performance.now() - started) / 1000).toFixed(0);
+    process.stderr.write(`  ${seconds} s: ${step}\n`);
+  }, 10_000).unref();
   const bus = await Bus.connect({
     brokers: config.KAFKA_BROKERS,
     registryUrl: config.SCHEMA_REGISTRY_URL,
@@ -86,6 +93,7 @@ async function measure(): Promise<void> {
   const admin = await bus.admin();
   const redis = new Redis(config.REDIS_URL);
   try {
+    step = 'creating topics';
     await provisionTopics(admin, topics, { partitions: 4 });
     const total = sessions * turnsPerSession;
     const redisBefore = await redisUsed(redis);
@@ -93,6 +101,7 @@ async function measure(): Promise<void> {
     // As the compactor's own process does (runMain): the heap's growth bounded (HEAP_GROWING_PERCENT).
     limitHeapGrowth(config.HEAP_GROWING_PERCENT);
     const compactor = createCompactor(config, { logger: createLogger('bench', 'warn'), metrics: registry });
+    step = 'starting the compactor';
     await compactor.run();
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const baseline = settledRss();
@@ -104,6 +113,7 @@ async function measure(): Promise<void> {
       const usage = process.memoryUsage();
       if (usage.rss > peak) [peak, atPeak] = [usage.rss, usage];
     }, 100);
+    step = 'starting the producer';
     const began = performance.now();
     const child = spawn(
       process.execPath,
@@ -118,15 +128,36 @@ async function measure(): Promise<void> {
       ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
+    // The producer's stdout carries its one figure; anything else it prints is passed on to stderr.
     let out = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    const produced = new Promise<number>((resolve) => child.once('exit', () => resolve(Number(out.trim()))));
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      process.stderr.write(chunk.toString().replace(/^held-bytes \d+\n/m, ''));
+    });
+    let exitCode: number | null | undefined;
+    const produced = new Promise<number>((resolve) =>
+      child.once('exit', (code) => {
+        exitCode = code;
+        resolve(Number(/^held-bytes (\d+)$/m.exec(out)?.[1] ?? NaN));
+      }),
+    );
     const read = async () =>
       ((await registry.getSingleMetric('tidemark_compactor_turns_total')?.get())?.values ?? []).reduce(
         (sum, v) => sum + v.value,
         0,
       );
-    while ((await read()) < total) await new Promise((resolve) => setTimeout(resolve, 200));
+    // A failed producer ends the run at once.
+    for (let done = await read(); done < total; done = await read()) {
+      if (exitCode !== undefined && exitCode !== 0) {
+        throw new Error(
+          `the producer exited with code ${exitCode} after ${done} of ${total} turns were read`,
+        );
+      }
+      const producer = exitCode === undefined ? 'producing' : 'done producing';
+      step = `the compactor has read ${done} of ${total} turns (${producer})`;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    step = 'every turn read; measuring';
     const seconds = (performance.now() - began) / 1000;
     const heldBytes = await produced;
     clearInterval(sampler);
@@ -139,9 +170,11 @@ async function measure(): Promise<void> {
     let redisExpired: number | null = null;
     if (retentionSet && config.STATE_RETENTION_MS > 0) {
       // Every session is idle now: its keys expire a retention after its last batch.
+      step = `waiting out STATE_RETENTION_MS (${config.STATE_RETENTION_MS} ms)`;
       await new Promise((resolve) => setTimeout(resolve, config.STATE_RETENTION_MS + 2_000));
       redisExpired = await redisUsed(redis);
     }
+    step = 'stopping the compactor';
     await compactor.stop();
 
     console.log(
@@ -186,10 +219,12 @@ async function measure(): Promise<void> {
       command,
     });
   } finally {
+    step = 'removing the keys and topics of the run';
     // Remove what the run made: its Redis keys and its topics.
     await unlinkMatching(redis, `${config.REDIS_PREFIX}*`);
     await admin.deleteTopics({ topics: Object.values(topics) }).catch(() => undefined);
     await bus.disconnect();
     redis.disconnect();
+    clearInterval(progress);
   }
 }

@@ -5,15 +5,17 @@ import { bench, expectPositive, figures, stackEnv } from '../../../bench/run-ben
 // --expose-gc), so the benchmark cannot rot: 200 sessions of 10 turns, every window open. It asserts the
 // memory lines are printed with positive figures, never what they are: they measure a shared machine.
 // The growth per open session is not asserted positive: on so few sessions a collection can make it
-// negative.
+// negative. It runs in ~10 s; the kill is far off because beside other files the shared registry has gone
+// silent for up to a minute (see vitest.config.ts), and a failure shows both streams (the bench reports
+// its progress on stderr).
 
 describe('services/compactor/bench/memory.ts on the real stack', () => {
   it('prints the rate, the open windows, RSS and heap with positive figures, and the command', async () => {
     const args = ['200', '10'];
-    const result = await bench('services/compactor/bench/memory.ts', args, stackEnv(), 90_000, {
+    const result = await bench('services/compactor/bench/memory.ts', args, stackEnv(), 150_000, {
       node: ['--expose-gc'],
     });
-    expect(result.code, result.stderr).toBe(0);
+    expect(result.code, `${result.stderr}\n${result.stdout}`).toBe(0);
     const { stdout } = result;
     expect(stdout).toContain('compactor memory: 200 concurrent sessions x 10 turns (2000 turns)');
     expectPositive(stdout, 'produced and consumed in');
@@ -29,5 +31,5 @@ describe('services/compactor/bench/memory.ts on the real stack', () => {
     expect(stdout).toContain(
       `command: node --expose-gc --import tsx services/compactor/bench/memory.ts ${args.join(' ')}`,
     );
-  }, 100_000);
+  }, 160_000);
 });
