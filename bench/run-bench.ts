@@ -14,6 +14,8 @@ export interface ScriptRun {
   readonly code: number | null;
   readonly stdout: string;
   readonly stderr: string;
+  /** Killed by runScript's timer (killAfterMs) rather than ended by itself. */
+  readonly timedOut: boolean;
 }
 
 /**
@@ -35,7 +37,11 @@ export function runScript(
   onTestFinished(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
-  const timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill('SIGKILL');
+  }, killAfterMs);
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -43,7 +49,7 @@ export function runScript(
   return new Promise((resolve) =>
     child.once('close', (code) => {
       clearTimeout(timer);
-      resolve({ code, stdout, stderr });
+      resolve({ code, stdout, stderr, timedOut });
     }),
   );
 }
@@ -60,6 +66,20 @@ export function bench(
   { node = [] }: { readonly node?: readonly string[] } = {},
 ): Promise<ScriptRun> {
   return runScript(script, args, env, killAfterMs, node);
+}
+
+/**
+ * The script ended by itself with exit code 0; if not, the test fails saying how it ended (its code, or
+ * killed after `killAfterMs`) with the end of both its streams (a bench's progress and a service's logs
+ * go to either).
+ */
+export function expectSucceeded(run: ScriptRun): void {
+  const tail = (text: string) => text.split('\n').slice(-60).join('\n');
+  const ended = run.timedOut ? 'killed after its time ran out' : `exit code ${run.code}`;
+  expect(
+    run.code,
+    `${ended}\n--- stderr (end) ---\n${tail(run.stderr)}\n--- stdout (end) ---\n${tail(run.stdout)}`,
+  ).toBe(0);
 }
 
 /** The stack's variables (KAFKA_BROKERS, SCHEMA_REGISTRY_URL, REDIS_URL) for the integration project's endpoints. */

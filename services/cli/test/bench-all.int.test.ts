@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bench, expectPositive, stackEnv } from '../../../bench/run-bench.js';
+import { bench, expectPositive, expectSucceeded, stackEnv } from '../../../bench/run-bench.js';
 
 // A smoke of `pnpm bench` (bench/all.ts) on the real stack: two of its steps (the compactor's memory and
 // resume latency, the quick ones; every step's benchmark has a smoke of its own), at smoke sizes. It
@@ -13,7 +13,7 @@ describe('pnpm bench (bench/all.ts)', () => {
     { timeout: 150_000 },
     async () => {
       const result = await bench('bench/all.ts', ['--smoke', '--only', '7,9'], stackEnv(), 140_000);
-      expect(result.code, result.stderr).toBe(0);
+      expectSucceeded(result);
       const { stdout } = result;
       expect(stdout).toContain('## compactor memory at 10,000 open sessions');
       expect(stdout).toContain('## resume latency');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bench, stackEnv } from '../../../bench/run-bench.js';
+import { bench, expectSucceeded, stackEnv } from '../../../bench/run-bench.js';
 
 // A smoke run of `pnpm bench:baseline` on the real stack, so the benchmark cannot rot: a very small
 // workload, one round, every leg (the passthrough, and the same shape with pipelines and with Lua, in
@@ -19,7 +19,7 @@ describe('bench/baseline.ts on the real stack', () => {
     // 160 turns per session: four L1 compactions and one digest each, so every kind of record is made.
     const args = ['--sessions', '20', '--turns', '160', '--rounds', '1'];
     const result = await bench('bench/baseline.ts', args, stackEnv(), 170_000);
-    expect(result.code, result.stderr).toBe(0);
+    expectSucceeded(result);
     const rows = result.stdout.split('\n');
     for (const leg of legs) {
       const row = rows.find((line) => line.trim().startsWith(`${leg} `) && line.includes('|'));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bench } from '../../../bench/run-bench.js';
+import { bench, expectSucceeded } from '../../../bench/run-bench.js';
 
 // `pnpm bench:pipeline` (bench/pipeline.ts), `pnpm bench:baseline` (bench/baseline.ts) and the
 // validator's bench read their options before they touch the stack: --help lists them, and an option
@@ -43,7 +43,7 @@ const benches = [
 describe.each(benches)('$script options', ({ script, options, bad, sessionsDefault }) => {
   it('--help prints every option with its default and exits 0', async () => {
     const result = await run(script, ['--help']);
-    expect(result.code, result.stderr).toBe(0);
+    expectSucceeded(result);
     expect(result.stdout).toMatch(/^Usage: /);
     for (const option of options) expect(result.stdout).toContain(option);
     expect(result.stdout).toMatch(new RegExp(`--sessions <n> +.*\\(default ${sessionsDefault}\\)`));
@@ -52,7 +52,7 @@ describe.each(benches)('$script options', ({ script, options, bad, sessionsDefau
 
   it('-h is --help', async () => {
     const result = await run(script, ['-h']);
-    expect(result.code, result.stderr).toBe(0);
+    expectSucceeded(result);
     expect(result.stdout).toContain('--sessions');
   }, 30_000);
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bench, expectPositive, figures, stackEnv } from '../../../bench/run-bench.js';
+import { bench, expectPositive, expectSucceeded, figures, stackEnv } from '../../../bench/run-bench.js';
 
 // A smoke run of `pnpm bench:pipeline` on the real stack, so the benchmark cannot rot: a very small
 // workload (160 turns per session: four L1 compactions and one digest each, so every kind of record and
@@ -35,7 +35,7 @@ describe('bench/pipeline.ts on the real stack', () => {
     async ({ flags, legs, tidemark }) => {
       const args = ['--sessions', '10', '--turns', '160', '--rounds', '1', ...flags];
       const result = await bench('bench/pipeline.ts', args, stackEnv(), 110_000);
-      expect(result.code, result.stderr).toBe(0);
+      expectSucceeded(result);
       const { stdout } = result;
       // A table row: the leg's name, then its cells; a figure that is not a finite number prints as –,
       // so the count of figures says none is missing. The passthrough: turns/s, CPU and the two ratios

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bench, expectPositive, figures, stackEnv } from '../../../bench/run-bench.js';
+import { bench, expectPositive, expectSucceeded, figures, stackEnv } from '../../../bench/run-bench.js';
 
 // A smoke run of services/compactor/bench/memory.ts on the real stack, as its header runs it (node
 // --expose-gc), so the benchmark cannot rot: 200 sessions of 10 turns, every window open. It asserts the
@@ -15,7 +15,7 @@ describe('services/compactor/bench/memory.ts on the real stack', () => {
     const result = await bench('services/compactor/bench/memory.ts', args, stackEnv(), 150_000, {
       node: ['--expose-gc'],
     });
-    expect(result.code, `${result.stderr}\n${result.stdout}`).toBe(0);
+    expectSucceeded(result);
     const { stdout } = result;
     expect(stdout).toContain('compactor memory: 200 concurrent sessions x 10 turns (2000 turns)');
     expectPositive(stdout, 'produced and consumed in');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bench, expectPositive, stackEnv } from '../../../bench/run-bench.js';
+import { bench, expectPositive, expectSucceeded, stackEnv } from '../../../bench/run-bench.js';
 
 // A smoke run of services/compactor/bench/replay.ts on the real stack, so the benchmark cannot rot: 20
 // sessions of 160 turns (four L1 compactions and one digest each). It asserts the three rates and the
@@ -10,7 +10,7 @@ describe('services/compactor/bench/replay.ts on the real stack', () => {
   it('prints the raw, decoded and replay rates and the ratios, and the command', async () => {
     const args = ['20', '160'];
     const result = await bench('services/compactor/bench/replay.ts', args, stackEnv(), 90_000);
-    expect(result.code, result.stderr).toBe(0);
+    expectSucceeded(result);
     const { stdout } = result;
     expect(stdout).toContain('replay throughput, 3,200 turns (20 sessions × 160)');
     expectPositive(stdout, 'raw consume (kafkajs, no decoding)');

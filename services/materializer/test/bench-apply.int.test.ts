@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bench, expectPositive, stackEnv } from '../../../bench/run-bench.js';
+import { bench, expectPositive, expectSucceeded, stackEnv } from '../../../bench/run-bench.js';
 
 // A smoke run of services/materializer/bench/apply.ts on the real Redis, so the benchmark cannot rot:
 // 2,000 turns of 10 sessions in batches of 100, one round, a "long" history of 2,000 turns. It asserts the
@@ -22,7 +22,7 @@ describe('services/materializer/bench/apply.ts on the real stack', () => {
       { ...stackEnv(), ...knobs },
       90_000,
     );
-    expect(result.code, result.stderr).toBe(0);
+    expectSucceeded(result);
     const { stdout } = result;
     expect(stdout).toContain('materializer apply benchmark — 2000 turns, 10 sessions, batches of 100');
     expectPositive(stdout, 'projection.applyBatchInEpoch');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bench, expectPositive, stackEnv } from '../../../bench/run-bench.js';
+import { bench, expectPositive, expectSucceeded, stackEnv } from '../../../bench/run-bench.js';
 
 // A smoke run of services/materializer/bench/service.ts on the real stack, so the benchmark cannot rot.
 // It asserts the rates and ratios are printed with positive figures, never what they are: they measure a
@@ -20,7 +20,7 @@ describe('services/materializer/bench/service.ts on the real stack', () => {
       { ...stackEnv(), ...knobs },
       90_000,
     );
-    expect(result.code, result.stderr).toBe(0);
+    expectSucceeded(result);
     const { stdout } = result;
     expect(stdout).toContain('materializer service benchmark — 30000 turns, 40 sessions');
     expectPositive(stdout, 'bare kafkajs consume');

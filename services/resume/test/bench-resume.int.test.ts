@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bench, expectPositive, figures, stackEnv } from '../../../bench/run-bench.js';
+import { bench, expectPositive, expectSucceeded, figures, stackEnv } from '../../../bench/run-bench.js';
 
 // A smoke run of services/resume/bench/resume.ts on the real stack, so the benchmark cannot rot: its
 // two sessions (a 200-turn digest, a 1,000-turn raw span), 50 digest and 5 raw resumes of each kind. It
@@ -21,7 +21,7 @@ const rows = [
 describe('services/resume/bench/resume.ts on the real stack', () => {
   it('prints every latency row with positive p50 and p99, and the command', async () => {
     const result = await bench('services/resume/bench/resume.ts', [], { ...stackEnv(), ...knobs }, 90_000);
-    expect(result.code, result.stderr).toBe(0);
+    expectSucceeded(result);
     const { stdout } = result;
     for (const row of rows) {
       const [p50, p99, ...ratios] = figures(stdout, row);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bench, expectPositive, figures, stackEnv } from '../../../bench/run-bench.js';
+import { bench, expectPositive, expectSucceeded, figures, stackEnv } from '../../../bench/run-bench.js';
 
 // A smoke run of services/validator/bench/validator.bench.ts on the real stack, so the benchmark cannot
 // rot: 4 sessions of 160 turns (20 compactions, L1 and digests) offered at the default rate, and 20
@@ -12,7 +12,7 @@ const args = ['--sessions', '4', '--turns', '160', '--long', '400', '--checks', 
 describe('services/validator/bench/validator.bench.ts on the real stack', () => {
   it('prints the decision latencies of the echo and the validator, the check costs, and the command', async () => {
     const result = await bench('services/validator/bench/validator.bench.ts', args, stackEnv(), 90_000);
-    expect(result.code, result.stderr).toBe(0);
+    expectSucceeded(result);
     const { stdout } = result;
     expectPositive(stdout, '1. decision latency:');
     // `<n> compactions offered at <rate>/s over <s> s, <n> decisions measured`
