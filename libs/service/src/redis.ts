@@ -7,6 +7,31 @@ import type { Logger } from 'pino';
 export interface RedisConnectionEvents {
   on(event: 'error', listener: (error: Error) => void): unknown;
   on(event: 'reconnecting' | 'ready' | 'end', listener: () => void): unknown;
+  /** INFO server: the version of the Redis connected to. */
+  info(section: 'server'): Promise<string>;
+}
+
+/** The oldest Redis the stores run on: the projection's state-at script calls ZMSCORE (6.2). */
+export const minimumRedisVersion = '6.2.0';
+
+/**
+ * Why the Redis that answered `INFO server` with `info` is too old for Tidemark, or null (new enough, or
+ * no version in the reply: a proxy in front of Redis, say, is given the benefit of the doubt).
+ */
+export function redisTooOld(info: string): string | null {
+  const version = /^redis_version:(\S+)/m.exec(info)?.[1];
+  if (version === undefined) return null;
+  const parts = (text: string) => text.split('.').map((part) => Number.parseInt(part, 10) || 0);
+  const [have, need] = [parts(version), parts(minimumRedisVersion)];
+  for (let i = 0; i < need.length; i++) {
+    const [a, b] = [have[i] ?? 0, need[i]!];
+    if (a !== b) {
+      return a > b
+        ? null
+        : `Redis ${version} is older than ${minimumRedisVersion}: the projection's reads call ZMSCORE, which it lacks, and will fail`;
+    }
+  }
+  return null;
 }
 
 /**
@@ -32,6 +57,15 @@ export function logRedisOutages<R extends RedisConnectionEvents>(redis: R, logge
   // ioredis is reconnecting: the connection closed without being asked to.
   redis.on('reconnecting', () => void lost('connection lost'));
   redis.on('ready', () => {
+    // Once per connection (a reconnect may reach another server): an old Redis is told of plainly, not
+    // left to fail as "unknown command" on the first read that needs it.
+    redis.info('server').then(
+      (info) => {
+        const tooOld = redisTooOld(info);
+        if (tooOld !== null) logger.error({ redis: name, required: minimumRedisVersion }, tooOld);
+      },
+      (error: unknown) => logger.debug({ redis: name, err: error }, 'redis version not read'),
+    );
     if (outage === null) return;
     logger.info(
       { redis: name, downMs: Date.now() - outage.since, errors: outage.errors },
