@@ -38,8 +38,9 @@ export function redisTooOld(info: string): string | null {
  * Tells a Redis outage as one story: one warn when the connection is lost or cannot be made, one info
  * when it is ready again (with how long it was away, `downMs`), and each connection error in between at
  * debug. It is also the connection's 'error' listener, without which ioredis prints every failed
- * reconnect as an unstructured stack trace on stderr. Attach it where the connection is made (`name`
- * says which one, in each line); returns the connection.
+ * reconnect as an unstructured stack trace on stderr. On every connection it also reads the server's
+ * version and logs an error for one older than minimumRedisVersion. Attach it where the connection is
+ * made (`name` says which one, in each line); returns the connection.
  */
 export function logRedisOutages<R extends RedisConnectionEvents>(redis: R, logger: Logger, name: string): R {
   let outage: { since: number; errors: number } | null = null;
