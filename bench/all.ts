@@ -158,6 +158,14 @@ function targets(lines: readonly FigureLine[]): string[] {
       'reported',
       null,
     ]);
+    const logic = num(p?.figures['logic.cpuMicrosPerTurn']);
+    const floor = [num(p?.figures['logic.floorVsShape.pipeline']), num(p?.figures['logic.floorVsShape.lua'])];
+    rows.push([
+      `the logic alone, in memory: CPU µs per turn; (shape + it) ÷ shape (${label}; pipeline / Lua)`,
+      `${fixed(logic, 1)}; ${floor.map((f) => `${fixed(f, 2)}×`).join(' / ')}`,
+      'reported (the floor)',
+      null,
+    ]);
     rows.push([
       `Redis commands per turn (${label}, as fast as possible)`,
       fixed(pass('redisCommandsPerTurn'), 2),

@@ -15,6 +15,7 @@ import { headline, median, runRounds, table, type Plan } from './report.js';
 import { shapeLeg, shapeLegName } from './shape-leg.js';
 import { tidemarkLeg } from './tidemark-leg.js';
 import { interleavedWorkload, l0Records, meanRecordBytes } from './workload.js';
+import { logicCost } from './logic.js';
 
 // End-to-end pipeline throughput and CPU (design.md, "Targets"): the same turns through (1) a bare
 // kafkajs produce→consume passthrough, (2) the same shape — kafkajs + ioredis doing Tidemark's topology
@@ -105,7 +106,8 @@ async function main(): Promise<void> {
   const loadBefore = load();
   const stack = stackProcesses(config);
   const watched: Watched[] = [{ name: 'bench', pid: process.pid }, ...stack.watched];
-  const { interleaved } = interleavedWorkload({ tenantId, sessions, turns: turnsPerSession, seed });
+  const workload = interleavedWorkload({ tenantId, sessions, turns: turnsPerSession, seed });
+  const { interleaved } = workload;
   const total = interleaved.length;
   const topics = topicNames(prefix);
   const bus = await Bus.connect({
@@ -185,6 +187,13 @@ async function main(): Promise<void> {
       },
     ];
     const legs = await runRounds(plans, rounds);
+    process.stderr.write('the same logic in memory (core reference)…\n');
+    const logic = logicCost(workload.sessions, 1);
+    const figures = headline(legs);
+    const floors = shapes.map((name) => {
+      const shape = figures[`shape.${name}.cpuMicrosPerTurn`] ?? Number.NaN;
+      return (shape + logic.cpuMicrosPerTurn) / shape;
+    });
     recordFigures('pipeline', {
       mode,
       rate,
@@ -192,7 +201,10 @@ async function main(): Promise<void> {
       instances,
       profiled: profileDir === null ? 0 : 1,
       turns: total,
-      ...headline(legs),
+      ...figures,
+      'logic.cpuMicrosPerTurn': logic.cpuMicrosPerTurn,
+      'logic.floorVsShape.pipeline': floors[0]!,
+      'logic.floorVsShape.lua': floors[1]!,
       'validation.p50Ms': median(latencies.map((l) => l.p50)),
       'validation.p99Ms': median(latencies.map((l) => l.p99)),
       command,
@@ -203,6 +215,7 @@ async function main(): Promise<void> {
         ...table(legs),
         ...stack.uncounted.map((note) => `  NOTE: ${note}; every CPU figure above leaves it out`),
         `  targets (design.md): Tidemark's CPU ÷ the same shape's ≤ 1.25×, its turns/s ÷ the same shape's ≥ 0.8 (same mode; the two shape figures are pipeline / Lua)`,
+        `  the same logic in memory, no I/O (core's runReference over these sessions in this process, median of 3 passes; ${logic.compactions} compactions, ${logic.decisions} decisions): ${logic.cpuMicrosPerTurn.toFixed(1)} µs CPU per turn; the same shape plus it ÷ the same shape: ${floors.map((f) => `${f.toFixed(2)}×`).join(' / ')} (the floor for this logic on this I/O)`,
         ...details.flatMap((lines, round) => [
           `  Tidemark, round ${round + 1}:`,
           ...lines.map((line) => `    ${line}`),

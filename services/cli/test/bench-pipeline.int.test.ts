@@ -63,6 +63,16 @@ describe('bench/pipeline.ts on the real stack', () => {
       expectPositive(stdout, 'last decision appended');
       expectPositive(stdout, 'stages caught up (s after the first publish):');
       expect(figures(stdout, 'sessions whose trusted markers differ from the core reference:')).toEqual([0]);
+      // The logic alone, in memory: over the very sessions the observers hold the reference of (the same
+      // counts of compactions and decisions), a positive cost, and a floor above the shape itself.
+      const logic = 'the same logic in memory, no I/O (';
+      expectPositive(stdout, logic);
+      const [passes, compactions, decisions, micros, ...floors] = figures(stdout, logic);
+      const reference = figures(stdout, 'last decision appended').slice(1, 3);
+      expect([passes, compactions, decisions]).toEqual([3, ...reference]);
+      expect(micros).toBeGreaterThan(0);
+      expect(floors).toHaveLength(2);
+      for (const floor of floors) expect(floor).toBeGreaterThan(1);
       expect(stdout).toContain(`command: pnpm exec tsx bench/pipeline.ts ${args.join(' ')}`);
     },
     120_000,
