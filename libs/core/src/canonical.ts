@@ -16,6 +16,17 @@ export function canonicalJson(value: unknown): string {
   }
 }
 
+/**
+ * The length of canonicalJson(value), for a value it accepts, without building it: JSON.stringify writes
+ * the same members with the same escapes, only in insertion order, and order does not change a length.
+ * A summary's size is measured by it (every summary measures its claims); V8's native stringify makes a
+ * tenth of the garbage of the sorted encoding. It checks nothing: what canonicalJson would refuse (NaN,
+ * a Map) is refused where the value is encoded for its id.
+ */
+export function canonicalJsonLength(value: unknown): number {
+  return JSON.stringify(value).length;
+}
+
 /** Thrown by `encode` for what canonical JSON cannot say; `encodeAt` then tells where. */
 const refused = new Error('not canonical JSON');
 

@@ -10,7 +10,7 @@ export {
   type ContractErrorCode,
   type StateErrorCode,
 } from './errors.js';
-export { canonicalJson, compareText } from './canonical.js';
+export { canonicalJson, canonicalJsonLength, compareText } from './canonical.js';
 export {
   compactionIdOf,
   contextHashOf,

@@ -66,6 +66,8 @@ export function definePolicy(values: Partial<Policy> = {}): Policy {
 export function planNext(policy: Policy, progress: SessionProgress): CompactionStep {
   const nodes = firstAttempts(progress.nodes);
   for (let tier = 1; tier < policy.maxDepth; tier++) {
+    // Asked after every turn, and most tiers hold fewer than two nodes: those are passed over unbuilt.
+    if (countOfTier(nodes, tier) < 2) continue;
     const pending = undigested(nodes, tier);
     if (pending.length < 2) continue;
     const take = digestSize(policy, pending);
@@ -117,14 +119,41 @@ function digestSize(policy: Policy, pending: readonly PlannedNode[]): number {
   return 0;
 }
 
+const pairwiseCheckedUpTo = 32;
+
+function countOfTier(nodes: readonly PlannedNode[], tier: number): number {
+  let count = 0;
+  for (const node of nodes) if (node.tier === tier) count += 1;
+  return count;
+}
+
 /** One node per tier and span, the first attempt: repairs never shape the tree (see above). */
-function firstAttempts(nodes: readonly PlannedNode[]): PlannedNode[] {
+function firstAttempts(nodes: readonly PlannedNode[]): readonly PlannedNode[] {
+  // A compactor's window holds a few first attempts, one per span: then they are the answer as they are
+  // (checked pairwise, which allocates nothing; a longer list, such as a whole history, is mapped).
+  if (
+    nodes.length <= pairwiseCheckedUpTo &&
+    nodes.every((node, i) => node.attempt === 0 && !spanBefore(nodes, i))
+  ) {
+    return nodes;
+  }
   const bySpan = new Map<string, PlannedNode>();
   for (const node of nodes) {
     if (node.attempt !== 0) continue;
     bySpan.set(`${node.tier}:${node.span.fromSeq}:${node.span.toSeq}`, node);
   }
   return [...bySpan.values()];
+}
+
+/** Whether a node before `index` has the same tier and span as the node at it. */
+function spanBefore(nodes: readonly PlannedNode[], index: number): boolean {
+  const { tier, span } = nodes[index]!;
+  for (let i = 0; i < index; i++) {
+    const other = nodes[i]!;
+    if (other.tier === tier && other.span.fromSeq === span.fromSeq && other.span.toSeq === span.toSeq)
+      return true;
+  }
+  return false;
 }
 
 /**

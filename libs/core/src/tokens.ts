@@ -2,7 +2,12 @@
 // not any model's tokenizer; it only has to be the same everywhere, so budgets decide the same way.
 
 export function estimateTokens(text: string): number {
-  return Math.ceil(text.length / 4);
+  return tokensOfChars(text.length);
+}
+
+/** The estimate for a text of this many characters, when the text itself need not be built. */
+export function tokensOfChars(chars: number): number {
+  return Math.ceil(chars / 4);
 }
 
 /** The text, cut with an ellipsis if needed so that estimateTokens(result) <= budget. */

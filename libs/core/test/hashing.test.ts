@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   canonicalJson,
+  canonicalJsonLength,
   compactionIdOf,
   contextHashOf,
   definePolicy,
@@ -113,6 +114,24 @@ describe('canonical JSON', () => {
         expect(canonicalJson(value)).toBe(plain(value));
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it("measures a value's canonical length without encoding it, whatever its key order", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        const reversed = JSON.parse(JSON.stringify(value), (_key, v: unknown) =>
+          v !== null && typeof v === 'object' && !Array.isArray(v)
+            ? Object.fromEntries(Object.entries(v).reverse())
+            : v,
+        ) as unknown;
+        expect(canonicalJsonLength(value)).toBe(canonicalJson(value).length);
+        expect(canonicalJsonLength(reversed)).toBe(canonicalJson(value).length);
+      }),
+      { numRuns: 500 },
+    );
+    expect(canonicalJsonLength({ b: [1, 'é\n'], a: { d: null, c: undefined } })).toBe(
+      canonicalJson({ a: { d: null }, b: [1, 'é\n'] }).length,
     );
   });
 

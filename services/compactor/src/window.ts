@@ -139,16 +139,6 @@ export async function advance(
 ): Promise<Advance> {
   const { policy } = context;
   const { tenantId, sessionId } = start;
-  const bodies = async (ids: readonly string[]): Promise<Compacted[]> => {
-    const missing = ids.filter((id) => !known.has(id));
-    if (missing.length > 0) {
-      for (const stored of await context.nodes(tenantId, sessionId, missing)) {
-        known.set(stored.node.compactionId, stored);
-      }
-    }
-    return ids.map((id) => known.get(id)!);
-  };
-  const rendition = ({ node, strict }: Compacted) => asStrict(node, strict);
   let window = start;
   const produced: Compacted[] = [];
   for (;;) {
@@ -156,7 +146,8 @@ export async function advance(
     if (step.kind === 'idle') return { ok: true, window, produced };
     const { tier, fromSeq, toSeq } = step;
     const priorRef = priorNodeOf(window.priors, tier, fromSeq);
-    const prior = priorRef === null ? null : (await bodies([priorRef.compactionId]))[0]!;
+    const prior =
+      priorRef === null ? null : (await bodiesOf([priorRef.compactionId], start, context, known))[0]!;
     const priorFrame = prior?.node ?? null;
     const answer = await context.stateAt(summaryQuery({ tenantId, sessionId, fromSeq, toSeq, priorFrame }));
     if (!answer.ok) return { ok: false, reason: answer.reason, window, produced };
@@ -180,7 +171,7 @@ export async function advance(
         break;
       }
       case 'digest': {
-        const stored = await bodies(step.children);
+        const stored = await bodiesOf(step.children, start, context, known);
         const nodes = stored.map((c) => c.node);
         spanOf = (strict) => ({ kind: 'nodes', nodes: strict ? stored.map(rendition) : nodes });
         span = {
@@ -260,6 +251,26 @@ export async function advance(
       priors: [...window.priors.filter((n) => n.tier !== tier), planned],
     };
   }
+}
+
+/** The bodies of these nodes: from `known`, else read from the context (and then known). */
+async function bodiesOf(
+  ids: readonly string[],
+  { tenantId, sessionId }: SessionWindow,
+  context: CompactionContext,
+  known: Map<string, Compacted>,
+): Promise<Compacted[]> {
+  const missing = ids.filter((id) => !known.has(id));
+  if (missing.length > 0) {
+    for (const stored of await context.nodes(tenantId, sessionId, missing)) {
+      known.set(stored.node.compactionId, stored);
+    }
+  }
+  return ids.map((id) => known.get(id)!);
+}
+
+function rendition({ node, strict }: Compacted): Compaction {
+  return asStrict(node, strict);
 }
 
 export interface Ingested {

@@ -1,4 +1,4 @@
-import { canonicalJson, compareText } from '../canonical.js';
+import { canonicalJson, canonicalJsonLength, compareText } from '../canonical.js';
 import { invalidInput } from '../errors.js';
 import type {
   ArtifactClaim,
@@ -10,7 +10,7 @@ import type {
   Summary,
   SummaryInput,
 } from '../model.js';
-import { estimateTokens } from '../tokens.js';
+import { estimateTokens, tokensOfChars } from '../tokens.js';
 
 // Claims as summarizers build them: from the log's state (strict), merged from lower-tier nodes
 // (digests), carried forward from the prior frame, and always in one canonical order so that the
@@ -160,7 +160,11 @@ export function carryForward(claims: Claims, state: StateAtBoundary, priorFrame:
 
 /** A summary's size: its narrative plus its claims as canonical JSON. */
 export function summaryOf(narrative: string, claims: Claims): Summary {
-  return { narrative, claims, tokenCount: estimateTokens(narrative) + estimateTokens(canonicalJson(claims)) };
+  return {
+    narrative,
+    claims,
+    tokenCount: estimateTokens(narrative) + tokensOfChars(canonicalJsonLength(claims)),
+  };
 }
 
 /** The span a summary input covers, checked: contiguous turns or same-tier nodes, matching the state. */
