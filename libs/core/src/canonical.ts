@@ -59,13 +59,7 @@ function encode(value: unknown): string {
       if (prototype !== Object.prototype && prototype !== null) throw refused;
       const record = value as Record<string, unknown>;
       const keys = Object.keys(record);
-      // Most objects are built with their keys in order already: sorted only when they are not.
-      for (let index = 1; index < keys.length; index++) {
-        if (keys[index - 1]! > keys[index]!) {
-          keys.sort();
-          break;
-        }
-      }
+      sortInPlace(keys);
       let out = '{';
       for (const key of keys) {
         const member = record[key];
@@ -82,6 +76,28 @@ function encode(value: unknown): string {
       break;
   }
   throw refused;
+}
+
+/**
+ * Keys in code-unit order, as Array.prototype.sort orders strings, in place: most objects have a few
+ * keys, often in order already (then one pass), and V8's sort copies the array into a work array first,
+ * the largest garbage of hashing a decoded turn (whose keys come in schema order).
+ */
+function sortInPlace(keys: string[]): void {
+  // Insertion sort is quadratic: an object with many keys (data as keys) is left to V8's sort.
+  if (keys.length > 32) {
+    keys.sort();
+    return;
+  }
+  for (let index = 1; index < keys.length; index++) {
+    const key = keys[index]!;
+    let at = index;
+    while (at > 0 && keys[at - 1]! > key) {
+      keys[at] = keys[at - 1]!;
+      at -= 1;
+    }
+    keys[at] = key;
+  }
 }
 
 /** Keys recur (a few dozen field names): each is quoted once. Bounded, in case keys are data. */

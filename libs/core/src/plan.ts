@@ -178,13 +178,18 @@ export function priorNodeOf<T extends Pick<PlannedNode, 'tier' | 'span' | 'attem
 /** The nodes of a tier no node one tier up covers yet, in seq order. */
 function undigested(nodes: readonly PlannedNode[], tier: number): PlannedNode[] {
   const above = nodes.filter((node) => node.tier === tier + 1);
-  return nodes
-    .filter((node) => node.tier === tier)
-    .filter(
-      (node) =>
-        !above.some(
-          (parent) => parent.span.fromSeq <= node.span.fromSeq && node.span.toSeq <= parent.span.toSeq,
-        ),
-    )
-    .sort((a, b) => a.span.fromSeq - b.span.fromSeq);
+  const pending = nodes.filter(
+    (node) =>
+      node.tier === tier &&
+      !above.some(
+        (parent) => parent.span.fromSeq <= node.span.fromSeq && node.span.toSeq <= parent.span.toSeq,
+      ),
+  );
+  // Nodes are listed as they were made, in seq order within a tier: sorted only when they are not.
+  for (let index = 1; index < pending.length; index++) {
+    if (pending[index - 1]!.span.fromSeq > pending[index]!.span.fromSeq) {
+      return pending.sort((a, b) => a.span.fromSeq - b.span.fromSeq);
+    }
+  }
+  return pending;
 }

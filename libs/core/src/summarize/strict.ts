@@ -59,16 +59,23 @@ function fit(
 ): string {
   const size = (lines: readonly string[]): number => lines.reduce((sum, line) => sum + line.length + 1, 0);
   const tail = failed.length === 0 ? [] : [failedTitle, ...failed];
-  let kept = [...done];
-  const render = (): string[] => [...head, doneTitle, ...kept, ...tail];
-  while (size(render()) > budgetChars && kept.length > 1) {
-    const from = lineSpan(kept[0]!)?.fromSeq ?? 1;
-    const to = lineSpan(kept[1]!)?.toSeq ?? from;
-    kept = [doneLine(from, to, 'left out for the budget; the raw log has it.'), ...kept.slice(2)];
+  // The kept stretches are `first` then done[next…]; merging the first two changes the size by the
+  // difference, so the whole is not rendered again per merge.
+  const fixed = size(head) + doneTitle.length + 1 + size(tail);
+  let keptSize = size(done);
+  let first = done[0];
+  let next = 1;
+  while (first !== undefined && fixed + keptSize > budgetChars && next < done.length) {
+    const second = done[next]!;
+    const from = lineSpan(first)?.fromSeq ?? 1;
+    const to = lineSpan(second)?.toSeq ?? from;
+    const merged = doneLine(from, to, 'left out for the budget; the raw log has it.');
+    keptSize += merged.length - first.length - second.length - 1;
+    first = merged;
+    next += 1;
   }
-  return render()
-    .map((line) => clip(line, budgetChars))
-    .join('\n');
+  const kept = first === undefined ? [] : [first, ...done.slice(next)];
+  return [...head, doneTitle, ...kept, ...tail].map((line) => clip(line, budgetChars)).join('\n');
 }
 
 /** The seq a failure line names (`… at #11 …`), for carrying only what precedes the span. */
