@@ -66,6 +66,19 @@ describe('canonical JSON', () => {
     expect(canonicalJson({ a: 1, 10: 'x', 9: 'y' })).toBe('{"10":"x","9":"y","a":1}');
   });
 
+  it('sorts objects of few and of many keys alike (the small ones in place)', () => {
+    for (const count of [2, 31, 32, 33, 200]) {
+      const keys = Array.from({ length: count }, (_, i) => `k${String(count - i).padStart(4, '0')}`);
+      const text = canonicalJson(Object.fromEntries(keys.map((key) => [key, 1])));
+      expect(text).toBe(
+        `{${[...keys]
+          .sort()
+          .map((key) => `"${key}":1`)
+          .join(',')}}`,
+      );
+    }
+  });
+
   it('omits undefined properties, as JSON does', () => {
     expect(canonicalJson({ a: undefined, b: 1 })).toBe('{"b":1}');
   });
