@@ -20,7 +20,7 @@
              openIds, openItems, openEnds,         -- open now and opened by toSeq, then ended after toSeq
              closedIds, closedItems, closedEnds,   -- closed inside fromSeq..toSeq
              dispMembers, artMembers,              -- span index members inside fromSeq..toSeq, in order
-             lookupItems, lookupEnds,              -- per looked-up id (nil when absent)
+             lookupItems, lookupEnds,              -- per looked-up id (nil when absent; 1 when in open or closed)
              lookupDisp, lookupArt }               -- per key / path, the latest member at or before toSeq
 ]]
 local fromSeq, toSeq = ARGV[1], ARGV[2]
@@ -94,6 +94,32 @@ local function take(n)
   return list
 end
 local lookupIds = take(tonumber(ARGV[cursor]))
+-- A looked-up id already in the reply (open or closed above: a claim about the span names its own items,
+-- which is most lookups) is answered 1, "as above", not fetched and sent a second time.
+local inReply = {}
+for _, id in ipairs(openIds) do
+  inReply[id] = true
+end
+for _, id in ipairs(closedIds) do
+  inReply[id] = true
+end
+local fetchIds = {}
+for _, id in ipairs(lookupIds) do
+  if not inReply[id] then
+    fetchIds[#fetchIds + 1] = id
+  end
+end
+local fetchedItems, fetchedEnds = mget(KEYS[2], fetchIds), mget(KEYS[3], fetchIds)
+local lookupItems, lookupEnds = {}, {}
+local fetched = 0
+for i, id in ipairs(lookupIds) do
+  if inReply[id] then
+    lookupItems[i], lookupEnds[i] = 1, 1
+  else
+    fetched = fetched + 1
+    lookupItems[i], lookupEnds[i] = fetchedItems[fetched], fetchedEnds[fetched]
+  end
+end
 
 local function latest(key, n)
   local found = {}
@@ -114,6 +140,6 @@ return {
   closedIds, mget(KEYS[2], closedIds), closedEnds,
   redis.call('ZRANGEBYSCORE', KEYS[6], fromSeq, toSeq),
   redis.call('ZRANGEBYSCORE', KEYS[8], fromSeq, toSeq),
-  mget(KEYS[2], lookupIds), mget(KEYS[3], lookupIds),
+  lookupItems, lookupEnds,
   lookupDisp, lookupArt,
 }

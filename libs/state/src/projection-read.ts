@@ -97,20 +97,24 @@ export function readStateAt(query: BoundaryQuery, reply: unknown, parsed: Parsed
     Nullable[],
     string[],
     string[],
-    Nullable[],
-    Nullable[],
+    (Nullable | typeof asAbove)[],
+    (Nullable | typeof asAbove)[],
     Nullable[],
     Nullable[],
   ];
 
+  // Every item of the reply as of the boundary, by id: a lookup of one of them is answered "as above".
+  const inReply = new Map<string, ItemFact | null>();
   const open: ItemFact[] = [];
   openIds.forEach((id, i) => {
     const fact = itemAsOf(parsed, session, id, openItems[i] ?? null, openEnds[i] ?? null, toSeq);
+    inReply.set(id, fact);
     if (fact !== null && fact.end === null) open.push(fact);
   });
   const closed: ItemFact[] = [];
   closedIds.forEach((id, i) => {
     const fact = itemAsOf(parsed, session, id, closedItems[i] ?? null, closedEnds[i] ?? null, toSeq);
+    inReply.set(id, fact);
     if (fact !== null) closed.push(fact);
   });
   // Members come in (seq, index) order: the last one per key is the latest inside the span.
@@ -127,7 +131,12 @@ export function readStateAt(query: BoundaryQuery, reply: unknown, parsed: Parsed
 
   const items = new Map<string, ItemFact>();
   query.itemIds.forEach((id, i) => {
-    const fact = itemAsOf(parsed, session, id, lookupItems[i] ?? null, lookupEnds[i] ?? null, toSeq);
+    const item = lookupItems[i] ?? null;
+    const end = lookupEnds[i] ?? null;
+    const fact =
+      item === asAbove
+        ? (inReply.get(id) ?? null)
+        : itemAsOf(parsed, session, id, item, end as Nullable, toSeq);
     if (fact !== null) items.set(id, fact);
   });
   const dispositions = new Map<string, DispositionFact>();
@@ -160,6 +169,9 @@ export function readStateAt(query: BoundaryQuery, reply: unknown, parsed: Parsed
 }
 
 type Nullable = string | null;
+
+/** A lookup's answer for an id the reply holds already, open or closed (the script sends it once). */
+const asAbove = 1;
 
 function itemAsOf(
   parsed: ParsedItems,

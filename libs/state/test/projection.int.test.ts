@@ -292,6 +292,51 @@ describe('Projection', () => {
     }
   });
 
+  it('sends a looked-up item once: one already open or closed in the reply is answered "as above"', async () => {
+    // Claims about a span name its own items: before, each came back twice (in the span's lists and as a
+    // lookup), parsed twice. Ids outside the reply (closed before the span, never opened) are still fetched.
+    const { projection: store, redis, prefix } = projection();
+    const turns = generateSession(11, { turns: 200, sessionId: 'claims', activity: 0.8 });
+    const { fold } = foldTurns('tenant-a', 'claims', turns);
+    await store.applyBatch(positioned(turns));
+    const raw = redis as unknown as {
+      tidemarkProjectionStateAt(...args: (string | number)[]): Promise<unknown[]>;
+    };
+    const { ids } = vocabulary(turns);
+    let sentOnce = 0;
+    let fetched = 0;
+    for (const [fromSeq, toSeq] of [
+      [1, 40],
+      [81, 120],
+      [161, 200],
+    ] as const) {
+      const query: BoundaryQuery = {
+        tenantId: 'tenant-a',
+        sessionId: 'claims',
+        fromSeq,
+        toSeq,
+        itemIds: ids,
+        itemKeys: [],
+        paths: [],
+      };
+      const reply = await raw.tidemarkProjectionStateAt(...stateAtArgs(prefix, query));
+      const inReply = new Set([...(reply[1] as string[]), ...(reply[4] as string[])]);
+      const items = reply[9] as unknown[];
+      ids.forEach((id, i) => {
+        if (inReply.has(id)) {
+          expect(items[i], id).toBe(1);
+          sentOnce += 1;
+        } else {
+          expect(items[i], id).not.toBe(1);
+          if (items[i] !== null) fetched += 1;
+        }
+      });
+      expect(await store.stateAt(query)).toEqual(fold.stateAt(query));
+    }
+    expect(sentOnce).toBeGreaterThan(10);
+    expect(fetched).toBeGreaterThan(10);
+  });
+
   it('answers a boundary with thousands of items open at it (read in chunks: a script call takes a few thousand arguments)', async () => {
     const { projection: store } = projection();
     const base = generateSession(5, { turns: 180, sessionId: 'crowded' });
