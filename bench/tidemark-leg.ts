@@ -70,12 +70,19 @@ export async function tidemarkLeg(
     logger,
   });
   const stops: (() => Promise<void>)[] = [];
+  const began = Date.now();
+  // Each step on stderr with the seconds since the leg began: a leg that hangs (a smoke killed when its
+  // time ran out) then says where it stopped, not only that it did.
+  const step = (text: string) =>
+    process.stderr.write(`  tidemark leg, ${((Date.now() - began) / 1000).toFixed(1)} s: ${text}\n`);
   try {
+    step(`starting the services (${options.mode === 'processes' ? 'one process each' : 'in this process'})`);
     const services =
       options.mode === 'processes'
         ? await serviceProcesses(env, bus, options, options.profileDir ?? null)
         : await oneProcess(env);
     stops.push(() => services.stop());
+    step('services ready; starting the observers');
     const observer = spawn(process.execPath, ['--import', 'tsx', 'bench/observe.ts'], {
       cwd: root,
       env: {
@@ -96,6 +103,7 @@ export async function tidemarkLeg(
     settled.catch(() => undefined);
     reported.catch(() => undefined);
     await said(observer, 'ready', 120_000);
+    step('observers ready; publishing');
     const publisher = await createPublisher({
       brokers: config.KAFKA_BROKERS,
       registryUrl: config.SCHEMA_REGISTRY_URL,
@@ -115,7 +123,10 @@ export async function tidemarkLeg(
     });
     const published = epoch();
     await publisher.close();
-    const { at: last, pending } = await settled;
+    step(`published ${total} turns; waiting for every compaction and decision of the reference`);
+    const waiting = setInterval(() => step('still waiting for the pipeline to settle'), 15_000);
+    const { at: last, pending } = await settled.finally(() => clearInterval(waiting));
+    step('settled');
     const after = sampleCpu(watched);
     const commands = commandsPerTurn(commandsBefore, await commandCounts(config.REDIS_URL), total);
     if (pending > 0) throw new Error(`${pending} sessions did not settle within 10 minutes`);
@@ -136,6 +147,7 @@ export async function tidemarkLeg(
       ],
     };
   } finally {
+    step('stopping');
     for (const stop of stops.reverse()) await stop();
     await bus.disconnect();
     await dropDeployment(env).catch(() => undefined);
