@@ -97,6 +97,8 @@ const config = parseConfig(z.object(commonConfig), process.env);
 const run = randomUUID().slice(0, 8);
 const prefix = `bench-${run}.`;
 const tenantId = 'bench';
+/** Strict repairs as the services' default (MAX_REPAIRS): the pipeline and the logic alone run alike. */
+const maxRepairs = 1;
 const load = () =>
   loadavg()
     .map((l) => l.toFixed(2))
@@ -169,7 +171,7 @@ async function main(): Promise<void> {
           const leg = await tidemarkLeg({
             config,
             turns: interleaved,
-            workload: { tenantId, sessions, turns: turnsPerSession, seed, maxRepairs: 1 },
+            workload: { tenantId, sessions, turns: turnsPerSession, seed, maxRepairs },
             partitions,
             instances,
             rate,
@@ -188,7 +190,7 @@ async function main(): Promise<void> {
     ];
     const legs = await runRounds(plans, rounds);
     process.stderr.write('the same logic in memory (core reference)…\n');
-    const logic = logicCost(workload.sessions, 1);
+    const logic = logicCost(workload.sessions, maxRepairs);
     const figures = headline(legs);
     const floors = shapes.map((name) => {
       const shape = figures[`shape.${name}.cpuMicrosPerTurn`] ?? Number.NaN;

@@ -119,13 +119,14 @@ function digestSize(policy: Policy, pending: readonly PlannedNode[]): number {
   return 0;
 }
 
-const pairwiseCheckedUpTo = 32;
-
 function countOfTier(nodes: readonly PlannedNode[], tier: number): number {
   let count = 0;
   for (const node of nodes) if (node.tier === tier) count += 1;
   return count;
 }
+
+/** Up to this many nodes, firstAttempts checks them pairwise instead of mapping them. */
+const pairwiseCheckedUpTo = 32;
 
 /** One node per tier and span, the first attempt: repairs never shape the tree (see above). */
 function firstAttempts(nodes: readonly PlannedNode[]): readonly PlannedNode[] {
